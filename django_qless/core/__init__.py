@@ -1,0 +1,1 @@
+"""Django-free qless client: script loading, client, queues, jobs."""
