@@ -1,0 +1,100 @@
+"""qless configuration (`ql:config`), with type checks for the keys qless itself reads."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING
+
+from . import validation as check
+from .exceptions import ConfigValueError
+
+if TYPE_CHECKING:
+    from .client import Client
+
+ConfigValue = str | int | float
+
+#: Keys the script reads as numbers, and the smallest value each accepts (None: any integer).
+NUMERIC_KEYS: dict[str, tuple[float | None, bool]] = {
+    # key: (minimum, integer only)
+    "heartbeat": (1, False),
+    "grace-period": (0, False),
+    "stats-history": (0, True),
+    "histogram-history": (0, True),
+    "jobs-history": (0, False),
+    "jobs-history-count": (0, True),
+    "max-worker-age": (0, False),
+    "max-job-history": (None, True),
+    "max-pop-retry": (1, True),
+}
+#: Per-queue keys, matched by suffix: `<queue>-heartbeat`, `<queue>-max-concurrency`.
+QUEUE_SUFFIXES: dict[str, tuple[float | None, bool]] = {
+    "-heartbeat": (1, False),
+    "-max-concurrency": (0, True),
+}
+
+
+def rule(key: str) -> tuple[float | None, bool] | None:
+    """(minimum, integer-only) for a numeric key, or None for a free-form one."""
+    if key in NUMERIC_KEYS:
+        return NUMERIC_KEYS[key]
+    for suffix, found in QUEUE_SUFFIXES.items():
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return found
+    return None
+
+
+def coerce(key: str, value: object) -> ConfigValue:
+    """Check a value for `key`; numeric keys accept numbers or numeric strings."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ConfigValueError(f"config {key!r}: value must be a string or a number")
+    found = rule(key)
+    if found is None:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigValueError(f"config {key!r}: value must be finite")
+        return value
+    minimum, integer_only = found
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigValueError(f"config {key!r} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or (integer_only and not number.is_integer()):
+        kind = "an integer" if integer_only else "a finite number"
+        raise ConfigValueError(f"config {key!r} must be {kind}, got {value!r}")
+    if minimum is not None and number < minimum:
+        raise ConfigValueError(f"config {key!r} must be >= {minimum:g}, got {value!r}")
+    return int(number) if number.is_integer() else number
+
+
+class Config:
+    """Read and write qless settings; numeric keys come back as int/float."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def get(self, key: str) -> ConfigValue | None:
+        """The value of `key` (its default if unset); None if it has neither."""
+        value = self.client.call("config.get", check.label(key, "config key"))
+        return None if value is None else coerce(key, value)
+
+    def all(self) -> dict[str, ConfigValue]:
+        """Every default, overlaid with what is stored."""
+        stored = json.loads(self.client.call("config.get"))
+        return {str(key): coerce(str(key), value) for key, value in stored.items()}
+
+    def set(self, key: str, value: ConfigValue) -> None:
+        """Store a value (checked first for the keys qless reads as numbers)."""
+        checked = coerce(check.label(key, "config key"), value)
+        self.client.call("config.set", key, checked)
+
+    def unset(self, key: str) -> None:
+        """Remove a stored value, so the default applies again."""
+        self.client.call("config.unset", check.label(key, "config key"))
+
+    def put(self, key: str, value: ConfigValue | None) -> None:
+        """`set`, or `unset` when value is None."""
+        if value is None:
+            self.unset(key)
+        else:
+            self.set(key, value)
+

@@ -1,0 +1,72 @@
+"""Errors raised by the qless client; every one of them derives from `QlessError`."""
+
+from __future__ import annotations
+
+
+class QlessError(Exception):
+    """Base class of every qless error (catch this, do not raise it directly)."""
+
+
+class ScriptError(QlessError):
+    """The Lua script refused a command; `message` is its text without Redis' wrapping."""
+
+    def __init__(self, command: str, message: str) -> None:
+        super().__init__(f"{command}: {message}" if command else message)
+        self.command = command
+        self.message = message
+
+
+class JobNotFoundError(ScriptError):
+    """The job (or recurring job) named in the command does not exist."""
+
+
+class LockLostError(ScriptError):
+    """The caller no longer holds the job: it timed out, moved, or went to another worker."""
+
+
+class JobGoneError(LockLostError, JobNotFoundError):
+    """The job the caller was running no longer exists (canceled): its lock is lost too."""
+
+
+class JobStateError(ScriptError):
+    """The job is not in a state that allows the command (e.g. timeout of a waiting job)."""
+
+
+class DependencyError(ScriptError):
+    """A dependency rule was broken: a cycle, a self-dependency, or cancelling a needed job."""
+
+
+class InvalidArgumentError(QlessError, ValueError):
+    """An argument was rejected before anything was written."""
+
+
+class ScriptArgumentError(ScriptError, InvalidArgumentError):
+    """The Lua script rejected an argument (missing, not a number, not JSON, ...)."""
+
+
+class JobDataError(InvalidArgumentError):
+    """Job data is not a JSON object that round-trips (NaN, sets, bytes, non-string keys...)."""
+
+
+class PayloadTooLargeError(InvalidArgumentError):
+    """The encoded job data is larger than the client's `max_payload_bytes`."""
+
+
+class ConfigValueError(InvalidArgumentError):
+    """A qless config value is invalid (when set, or as found stored in Redis)."""
+
+
+class UnknownJobError(QlessError):
+    """A job's klass is not registered, so it cannot be run."""
+
+
+class RetryJob(Exception):  # noqa: N818 - a control-flow signal raised by jobs, not an error
+    """Raised by a job to ask for a retry (after `delay` seconds) instead of failing."""
+
+    def __init__(
+        self, delay: float = 0, *, group: str | None = None, message: str | None = None
+    ) -> None:
+        super().__init__(message or f"retry requested (delay={delay})")
+        self.delay = delay
+        self.group = group
+        self.message = message

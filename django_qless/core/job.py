@@ -1,0 +1,213 @@
+"""A qless job as read from Redis, with the commands that act on it."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import validation as check
+from .exceptions import InvalidArgumentError
+from .records import Failure, HistoryEntry, as_list, as_number
+
+if TYPE_CHECKING:
+    from .client import Client
+
+
+class Job:
+    """A job: fields from the script's job object, bound to the client that read it."""
+
+    def __init__(self, client: Client, obj: Mapping[str, Any]) -> None:
+        self.client = client
+        self.jid: str = str(obj["jid"])
+        self.klass: str = str(obj.get("klass", ""))
+        self.state: str = str(obj.get("state", ""))
+        self.queue_name: str = str(obj.get("queue") or "")
+        self.worker: str = str(obj.get("worker") or "")
+        self.tracked: bool = bool(obj.get("tracked", False))
+        self.priority: int | float = as_number(obj.get("priority", 0))
+        self.expires: int | float = as_number(obj.get("expires") or 0)
+        self.retries: int = int(as_number(obj.get("retries", 0)))
+        self.remaining: int = int(as_number(obj.get("remaining", 0)))
+        raw = obj.get("data")
+        # qless stores data as a JSON string; keep it verbatim so nothing is lost in transit.
+        self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)
+        self.tags: tuple[str, ...] = tuple(str(t) for t in as_list(obj.get("tags")))
+        self.history: tuple[HistoryEntry, ...] = tuple(
+            HistoryEntry.from_json(entry) for entry in as_list(obj.get("history"))
+        )
+        self.failure: Failure | None = Failure.from_json(obj.get("failure"))
+        spawned = obj.get("spawned_from_jid")
+        self.spawned_from_jid: str | None = str(spawned) if spawned else None
+        self.dependents: tuple[str, ...] = tuple(as_list(obj.get("dependents")))
+        self.dependencies: tuple[str, ...] = tuple(as_list(obj.get("dependencies")))
+
+    def __repr__(self) -> str:
+        return f"<Job {self.jid} {self.klass} {self.state} in {self.queue_name or '-'}>"
+
+    @functools.cached_property
+    def data(self) -> dict[str, Any]:
+        """The job data as a dict; raises `JobDataError` if what is stored is not a JSON object."""
+        return check.decode_object(self.raw_data)
+
+    @property
+    def ttl(self) -> float:
+        """Seconds left on this job's lock by the client's clock (negative once expired)."""
+        return float(self.expires) - self.client.now()
+
+    def refresh(self) -> Job | None:
+        """Read the job again; None if it no longer exists."""
+        return self.client.get_job(self.jid)
+
+    # Lock holder commands: the client's worker name must own the job.
+
+    def complete(
+        self,
+        data: Mapping[str, Any] | None = None,
+        *,
+        next_queue: str | None = None,
+        delay: float = 0,
+        depends: list[str] | None = None,
+    ) -> str:
+        """Complete the job, or advance it to `next_queue`; returns the new state."""
+        args: list[Any] = [self.jid, self.client.worker_name, self.queue_name, self._data(data)]
+        if next_queue is None:
+            if delay or depends:
+                raise InvalidArgumentError("delay and depends need a next_queue")
+        else:
+            args += ["next", check.queue_name(next_queue)]
+            if delay:
+                args += ["delay", check.number(delay, "delay", minimum=0)]
+            if depends:
+                args += ["depends", json.dumps(check.jids(depends))]
+        self.state = str(self.client.call("complete", *args))
+        return self.state
+
+    def fail(self, group: str, message: str, data: Mapping[str, Any] | None = None) -> str:
+        """Fail the job into failure `group`; returns the jid."""
+        args: list[Any] = [
+            self.jid,
+            self.client.worker_name,
+            check.label(group, "failure group"),
+            check.text(message, "message"),
+        ]
+        if data is not None:
+            args.append(self._data(data))
+        reply = str(self.client.call("fail", *args))
+        self.state = "failed"
+        return reply
+
+    def retry(self, delay: float = 0, group: str | None = None, message: str | None = None) -> int:
+        """Give the job back for another try; returns retries left (negative: it failed)."""
+        args: list[Any] = [
+            self.jid,
+            self.queue_name,
+            self.client.worker_name,
+            check.number(delay, "delay", minimum=0),
+        ]
+        if (group is None) != (message is None):
+            raise InvalidArgumentError("retry needs both group and message, or neither")
+        if group is not None:
+            args += [check.label(group, "failure group"), check.text(message, "message")]
+        self.remaining = int(self.client.call("retry", *args))
+        return self.remaining
+
+    def heartbeat(self, data: Mapping[str, Any] | None = None) -> int:
+        """Renew the lock (optionally replacing data); returns the new expiry (whole seconds)."""
+        args: list[Any] = [self.jid, self.client.worker_name]
+        if data is not None:
+            args.append(self._data(data))
+        expires = int(self.client.call("heartbeat", *args))
+        self.expires = expires
+        return expires
+
+    # Commands anyone may send.
+
+    def cancel(self) -> list[str]:
+        """Delete the job (refused while another job depends on it)."""
+        return self.client.cancel(self.jid)
+
+    def timeout(self) -> None:
+        """Expire the running job's lock now, handing it to the next worker."""
+        self.client.timeout(self.jid)
+
+    def set_priority(self, priority: float) -> None:
+        """Change the priority (higher pops first)."""
+        value = check.number(priority, "priority")
+        self.client.call("priority", self.jid, value)
+        self.priority = value
+
+    def tag(self, *tags: str) -> tuple[str, ...]:
+        """Add tags; returns the job's tags."""
+        reply = self.client.call("tag", "add", self.jid, *check.labels(tags, "tag"))
+        self.tags = tuple(as_list(json.loads(reply)))
+        return self.tags
+
+    def untag(self, *tags: str) -> tuple[str, ...]:
+        """Remove tags; returns the job's tags."""
+        reply = self.client.call("tag", "remove", self.jid, *check.labels(tags, "tag"))
+        self.tags = tuple(as_list(json.loads(reply)))
+        return self.tags
+
+    def track(self) -> bool:
+        """Track the job (its events go to the per-event channels)."""
+        self.tracked = self.client.track(self.jid)
+        return self.tracked
+
+    def untrack(self) -> bool:
+        """Stop tracking the job."""
+        self.tracked = not self.client.untrack(self.jid)
+        return not self.tracked
+
+    def depend(self, *jids: str) -> None:
+        """Make this job (state `depends`) wait for more jobs."""
+        self.client.call("depends", self.jid, "on", *check.jids(jids))
+
+    def undepend(self, *jids: str) -> None:
+        """Stop waiting for some jobs."""
+        self.client.call("depends", self.jid, "off", *check.jids(jids))
+
+    def undepend_all(self) -> None:
+        """Stop waiting for every job; the job becomes waiting."""
+        self.client.call("depends", self.jid, "off", "all")
+
+    def log(self, message: str, data: Mapping[str, Any] | None = None) -> None:
+        """Append an entry to the job's history."""
+        args: list[Any] = [self.jid, check.text(message, "message")]
+        if data is not None:
+            args.append(self._data(data))
+        self.client.call("log", *args)
+
+    def requeue(
+        self,
+        queue: str | None = None,
+        *,
+        data: Mapping[str, Any] | None = None,
+        delay: float = 0,
+        priority: float | None = None,
+        tags: list[str] | None = None,
+        retries: int | None = None,
+        depends: list[str] | None = None,
+    ) -> str:
+        """Put the existing job back into `queue` (default: its own); fails if it is gone."""
+        target = self.client.queue(queue or self.queue_name)
+        return target.put_args(
+            "requeue",
+            self.klass,
+            self._data(data),
+            jid=self.jid,
+            delay=delay,
+            priority=priority,
+            tags=tags,
+            retries=retries,
+            depends=depends,
+        )
+
+    def move(self, queue: str) -> str:
+        """Requeue the job into another queue, keeping its data and options."""
+        return self.requeue(queue)
+
+    def _data(self, data: Mapping[str, Any] | None) -> str:
+        """Encode replacement data, or resend the stored data verbatim."""
+        return self.raw_data if data is None else self.client.encode(data)

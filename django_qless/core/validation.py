@@ -1,0 +1,162 @@
+"""Argument checks done in Python so a rejected call never reaches (or half-writes) Redis.
+
+Rules:
+- queue names and new jids: ``[A-Za-z0-9_.:-]{1,128}``;
+- existing jids (anything another qless client may have written, e.g. recurring spawns
+  ``<jid>-<n>``): 1 to 1024 characters, no whitespace or control characters;
+- worker names: ``[A-Za-z0-9_.:@-]{1,256}``; tags and failure groups: 1 to 256 characters,
+  no control characters;
+- numbers: real ints/floats (``bool`` refused), finite;
+- counts: at least 1, clamped to `MAX_COUNT`;
+- job data: a JSON object with string keys, encoded with ``allow_nan=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .exceptions import InvalidArgumentError, JobDataError, PayloadTooLargeError
+
+MAX_COUNT = 1000
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+WORKER_PATTERN = re.compile(r"[A-Za-z0-9_.:@-]{1,256}")
+EXISTING_JID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,1024}")
+LABEL_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
+
+
+def queue_name(value: object) -> str:
+    """Check a queue name."""
+    return _match(NAME_PATTERN, value, "queue name")
+
+
+def new_jid(value: object) -> str:
+    """Check a jid chosen for a new job or recurring job."""
+    return _match(NAME_PATTERN, value, "jid")
+
+
+def jid(value: object) -> str:
+    """Check the jid of an existing job (any format a qless client may have used)."""
+    return _match(EXISTING_JID_PATTERN, value, "jid")
+
+
+def jids(values: Iterable[object]) -> list[str]:
+    """Check a list of existing jids."""
+    if isinstance(values, str):
+        raise InvalidArgumentError("expected a list of jids, not a string")
+    return [jid(value) for value in values]
+
+
+def worker_name(value: object) -> str:
+    """Check a worker name."""
+    return _match(WORKER_PATTERN, value, "worker name")
+
+
+def label(value: object, what: str) -> str:
+    """Check a tag, failure group or klass name."""
+    return _match(LABEL_PATTERN, value, what)
+
+
+def labels(values: Iterable[object], what: str) -> list[str]:
+    """Check a list of tags."""
+    if isinstance(values, str):
+        raise InvalidArgumentError(f"expected a list of {what}s, not a string")
+    return [label(value, what) for value in values]
+
+
+def text(value: object, what: str) -> str:
+    """Check a free-text argument (a failure message, a log message)."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def number(value: object, what: str, *, minimum: float | None = None) -> float | int:
+    """Check a finite int or float, optionally at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgumentError(f"{what} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise InvalidArgumentError(f"{what} must be finite, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise InvalidArgumentError(f"{what} must be >= {minimum}, got {value!r}")
+    return value
+
+
+def positive(value: object, what: str) -> float | int:
+    """Check a finite number > 0."""
+    checked = number(value, what)
+    if checked <= 0:
+        raise InvalidArgumentError(f"{what} must be > 0, got {value!r}")
+    return checked
+
+
+def integer(value: object, what: str, *, minimum: int | None = None) -> int:
+    """Check an int (not a bool), optionally at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{what} must be an integer, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise InvalidArgumentError(f"{what} must be >= {minimum}, got {value!r}")
+    return value
+
+
+def count(value: object, what: str = "count") -> int:
+    """Check a page or pop size: at least 1, silently clamped to `MAX_COUNT`."""
+    return min(integer(value, what, minimum=1), MAX_COUNT)
+
+
+def offset(value: object, what: str = "offset") -> int:
+    """Check a page offset."""
+    return integer(value, what, minimum=0)
+
+
+def encode_data(data: object, max_bytes: int) -> str:
+    """Encode job data as compact JSON, refusing anything that would not round-trip."""
+    if not isinstance(data, Mapping):
+        raise JobDataError(f"job data must be a JSON object (a dict), got {type(data).__name__}")
+    _check_keys(data)
+    try:
+        encoded = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise JobDataError(f"job data is not JSON-serialisable: {exc}") from exc
+    size = len(encoded.encode("utf-8"))
+    if size > max_bytes:
+        raise PayloadTooLargeError(f"job data is {size} bytes, the limit is {max_bytes}")
+    return encoded
+
+
+def _check_keys(value: Any, depth: int = 0) -> None:
+    """Refuse non-string keys: json.dumps would silently turn 1 or None into strings."""
+    if depth > 500:
+        raise JobDataError("job data is nested too deeply")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise JobDataError(f"job data keys must be strings, got {key!r}")
+            _check_keys(item, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_keys(item, depth + 1)
+
+
+def decode_object(raw: str, what: str = "job data") -> dict[str, Any]:
+    """Decode a JSON object stored by qless (any client may have written it)."""
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise JobDataError(f"{what} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise JobDataError(f"{what} is not a JSON object: {raw[:100]!r}")
+    return value
+
+
+def _match(pattern: re.Pattern[str], value: object, what: str) -> str:
+    """Check a string against a full-match pattern."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{what} must be a string, got {type(value).__name__}")
+    if not pattern.fullmatch(value):
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise InvalidArgumentError(f"invalid {what} {shown!r}: must match {pattern.pattern}")
+    return value
