@@ -214,3 +214,41 @@ def test_length_counts_locks_waiting_and_scheduled(lua):
     put(lua, T0, "d", "other")
     pop(lua, T0, "q", "w1")
     assert lua("length", T0, "q") == 3
+
+
+PUT_ARGS = ["client", "q", "j1", "K", "{}", 0]
+NOT_JSON = r"|.*Expected .* but found .*"  # cjson's own decode error is accepted too
+DATA_NOT_JSON = r'Put\(\): Arg "data" missing or not JSON.*'
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["client", "q"], r'Put\(\): Arg "jid" missing'),
+        (["client", "q", "j1"], r'Put\(\): Arg "klass" missing'),
+        (["client", "q", "j1", "K"], DATA_NOT_JSON),
+        (["client", "q", "j1", "K", "{bad", 0], DATA_NOT_JSON + NOT_JSON),
+        (["client", "q", "j1", "K", "{}", "soon"], r'Put\(\): Arg "delay" not a number.*'),
+        ([*PUT_ARGS, "priority"], r"(Put\(\): )?Odd number of additional args.*"),
+        ([*PUT_ARGS, "retries", "many"], r'Put\(\): Arg "retries" not a number.*'),
+        ([*PUT_ARGS, "priority", "high"], r'Put\(\): Arg "priority" not a number.*'),
+        ([*PUT_ARGS, "tags", "{bad"], r'Put\(\): Arg "tags" not JSON.*' + NOT_JSON),
+        ([*PUT_ARGS, "depends", "[bad"], r'Put\(\): Arg "depends" not JSON.*' + NOT_JSON),
+    ],
+)
+def test_put_validation_messages(lua, args, pattern):
+    expect_error(lua, pattern, "put", T0, *args)
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "pattern"),
+    [
+        ("pop", ["q"], r'Pop\(\): Arg "worker" missing'),
+        ("pop", ["q", "w1"], r'Pop\(\): Arg "count" missing or not a number.*'),
+        ("pop", ["q", "w1", "many"], r'Pop\(\): Arg "count" missing or not a number.*'),
+        ("peek", ["q"], r'Peek\(\): Arg "count" missing or not a number.*'),
+        ("peek", ["q", "some"], r'Peek\(\): Arg "count" missing or not a number.*'),
+    ],
+)
+def test_pop_and_peek_validation_messages(lua, command, args, pattern):
+    expect_error(lua, pattern, command, T0, *args)
