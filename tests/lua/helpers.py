@@ -28,8 +28,7 @@ JOB_HASH_FIELDS = {
 _PREFIXES = (
     re.compile(r"^ERR\s+"),
     re.compile(r"^Error running script \(call to f_[0-9a-f]+\):\s*"),
-    re.compile(r"^@user_script:\s*\d+:\s*"),
-    re.compile(r"^user_script:\d+:\s*"),
+    re.compile(r"^@?user_script:\s*\d+:\s*"),
 )
 _SUFFIX = re.compile(r"\s*script: [0-9a-f]+, on @user_script:\d+\.$")
 
@@ -38,8 +37,11 @@ def error_message(exc: BaseException) -> str:
     """The script's own message, without the Redis 6.2 / 7.x wrapping around it."""
     text = str(exc).strip()
     text = _SUFFIX.sub("", text)
-    for prefix in _PREFIXES:
-        text = prefix.sub("", text)
+    previous = None
+    while previous != text:
+        previous = text
+        for prefix in _PREFIXES:
+            text = prefix.sub("", text)
     return text
 
 
