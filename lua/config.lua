@@ -1,0 +1,81 @@
+-- config.lua: the `ql:config` hash and its defaults.
+
+Qless.config = {}
+
+-- Values a reader gets when `ql:config` has no override.
+Qless.config.defaults = {
+  ['application'] = 'qless',
+  ['heartbeat'] = 60,
+  ['grace-period'] = 10,
+  ['stats-history'] = 30,
+  ['histogram-history'] = 7,
+  ['jobs-history-count'] = 50000,
+  ['jobs-history'] = 604800,
+}
+
+-- Options that must hold numbers; `<queue>-heartbeat` and
+-- `<queue>-max-concurrency` are recognised by suffix.
+local NUMERIC_OPTIONS = {
+  ['heartbeat'] = true,
+  ['grace-period'] = true,
+  ['jobs-history'] = true,
+  ['jobs-history-count'] = true,
+  ['max-job-history'] = true,
+  ['max-worker-age'] = true,
+  ['stats-history'] = true,
+  ['histogram-history'] = true,
+}
+
+local function is_numeric_option(option)
+  return NUMERIC_OPTIONS[option]
+    or option:sub(-10) == '-heartbeat'
+    or option:sub(-16) == '-max-concurrency'
+end
+
+-- config.get(key): the stored string, else the default, else nil.
+-- config.get(): every default overlaid with every override.
+function Qless.config.get(key, default)
+  if key then
+    return rcall('hget', 'ql:config', key) or Qless.config.defaults[key] or default
+  end
+  local all = {}
+  for name, value in pairs(Qless.config.defaults) do
+    all[name] = value
+  end
+  local stored = rcall('hgetall', 'ql:config')
+  for i = 1, #stored, 2 do
+    all[stored[i]] = stored[i + 1]
+  end
+  return all
+end
+
+-- Reads several numeric options with one HMGET. `wanted` is a list of
+-- {option, fallback}; an unset or non-numeric value yields the fallback.
+function Qless.config.numbers(wanted)
+  local names = {}
+  for i, item in ipairs(wanted) do
+    names[i] = item[1]
+  end
+  local values = rcall('hmget', 'ql:config', unpack(names))
+  local result = {}
+  for i, item in ipairs(wanted) do
+    result[i] = finite(values[i]) or item[2]
+  end
+  return result
+end
+
+function Qless.config.set(option, value)
+  need(option, 'config.set(): Arg "option" missing')
+  need(value, 'config.set(): Arg "value" missing')
+  if is_numeric_option(option) and finite(value) == nil then
+    error('config.set(): Arg "value" must be a number for "' .. option .. '": ' .. value)
+  end
+  Qless.publish('log', encode({ event = 'config_set', option = option, value = value }))
+  rcall('hset', 'ql:config', option, value)
+end
+
+function Qless.config.unset(option)
+  need(option, 'config.unset(): Arg "option" missing')
+  Qless.publish('log', encode({ event = 'config_unset', option = option }))
+  rcall('hdel', 'ql:config', option)
+end

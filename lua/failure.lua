@@ -1,0 +1,169 @@
+-- failure.lua: fail, retry, unfail, failed, and the failure bookkeeping that
+-- lock-expiry exhaustion shares with them.
+
+local function exhausted_message(queue)
+  return 'Job exhausted retries in queue "' .. queue .. '"'
+end
+
+-- Marks a job failed and files it under failure.group: job hash, `ql:failures`,
+-- `ql:f:<group>`, the tracked `failed` event and the day's counters of `queue`.
+function QlessJob.file_failure(now, jid, queue, failure)
+  rcall('hmset', 'ql:j:' .. jid, 'state', 'failed', 'worker', '', 'expires', '', 'failure', encode(failure))
+  rcall('sadd', 'ql:failures', failure.group)
+  rcall('lpush', 'ql:f:' .. failure.group, jid)
+  if is_tracked(jid) then
+    Qless.publish('failed', jid)
+  end
+  QlessQueue.count_stat(queue, now, 'failures', 1)
+  QlessQueue.count_stat(queue, now, 'failed', 1)
+end
+
+-- A running job whose lock expired and has no retries left (called by pop).
+function QlessJob.exhaust(now, jid, queue, legacy, cap)
+  local group = 'failed-retries-' .. queue
+  local prefix = 'ql:q:' .. queue
+  rcall('zrem', prefix .. '-work', jid)
+  rcall('zrem', prefix .. '-locks', jid)
+  rcall('zrem', prefix .. '-scheduled', jid)
+  QlessJob.migrate_history(jid, legacy)
+  QlessJob.add_history(jid, now, 'failed', { group = group }, cap)
+  local message = exhausted_message(queue)
+  QlessJob.file_failure(now, jid, queue, { group = group, message = message, when = now, worker = '' })
+  return group, message
+end
+
+local function history_cap()
+  return Qless.config.numbers({ { 'max-job-history', 100 } })[1]
+end
+
+-- fail(jid, worker, group, message, [data]): a running job owned by worker fails.
+function QlessJob.fail(now, jid, worker, group, message, raw)
+  need(jid, 'Fail(): Arg "jid" missing')
+  need(worker, 'Fail(): Arg "worker" missing')
+  need(group, 'Fail(): Arg "group" missing')
+  need(message, 'Fail(): Arg "message" missing')
+  local data = raw and decode(raw)
+  local current = rcall('hmget', 'ql:j:' .. jid, 'queue', 'state', 'worker', 'history')
+  local queue, state, owner = current[1], current[2], current[3]
+  if not state then
+    error('Fail(): Job ' .. jid .. 'does not exist')
+  elseif state ~= 'running' then
+    error('Fail(): Job ' .. jid .. 'not currently running: ' .. state)
+  elseif worker ~= owner then
+    error('Fail(): Job ' .. jid .. ' running with another worker: ' .. tostring(owner))
+  end
+  Qless.publish('log', encode({ jid = jid, event = 'failed', worker = worker, group = group, message = message }))
+  rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
+  QlessJob.migrate_history(jid, current[4])
+  QlessJob.add_history(jid, now, 'failed', { worker = worker, group = group }, history_cap())
+  local prefix = 'ql:q:' .. queue
+  rcall('zrem', prefix .. '-work', jid)
+  rcall('zrem', prefix .. '-locks', jid)
+  rcall('zrem', prefix .. '-scheduled', jid)
+  if raw then
+    rcall('hset', 'ql:j:' .. jid, 'data', encode(data))
+  end
+  QlessJob.file_failure(now, jid, queue,
+    { group = group, message = message, when = floor(now), worker = worker })
+  return jid
+end
+
+-- The retry of a job that used up its retries: it fails instead.
+local function retry_exhausted(now, jid, args, current)
+  local queue, worker, group, message = args.queue, args.worker, args.group, args.message
+  local oldqueue = current[1]
+  group = group or ('failed-retries-' .. queue)
+  QlessJob.migrate_history(jid, current[7])
+  QlessJob.add_history(jid, now, 'failed', { group = group }, history_cap())
+  local failure
+  if message ~= nil then
+    failure = { group = group, message = message, when = floor(now), worker = worker }
+  else
+    failure = { group = group, message = exhausted_message(oldqueue), when = now, worker = '' }
+  end
+  QlessJob.file_failure(now, jid, oldqueue, failure)
+end
+
+-- retry(jid, queue, worker, [delay], [group, message]): gives a running job
+-- back to `queue`; returns the retries left (negative: it failed instead).
+function QlessJob.retry(now, jid, args)
+  need(jid, 'Retry(): Arg "jid" missing')
+  local queue = need(args.queue, 'Retry(): Arg "queue" missing')
+  local worker = need(args.worker, 'Retry(): Arg "worker" missing')
+  local delay = need_number(args.delay or 0, 'Retry(): Arg "delay" not a number: ')
+  local key = 'ql:j:' .. jid
+  local current = rcall('hmget', key, 'queue', 'state', 'retries', 'worker', 'priority', 'failure', 'history')
+  local state, owner = current[2], current[4]
+  if not owner then
+    error('Retry(): Job ' .. jid .. ' does not exist')
+  elseif state ~= 'running' then
+    error('Retry(): Job ' .. jid .. ' is not currently running: ' .. tostring(state))
+  elseif owner ~= worker then
+    error('Retry(): Job ' .. jid .. ' has been given to another worker: ' .. owner)
+  end
+  local remaining = tonumber(rcall('hincrby', key, 'remaining', -1))
+  rcall('hdel', key, 'grace')
+  rcall('zrem', 'ql:q:' .. current[1] .. '-locks', jid)
+  rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
+  if remaining < 0 then
+    retry_exhausted(now, jid, args, current)
+    return floor(remaining)
+  end
+  if delay > 0 then
+    rcall('zadd', 'ql:q:' .. queue .. '-scheduled', now + delay, jid)
+    rcall('hset', key, 'state', 'scheduled')
+  else
+    rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(current[5]) or 0) - now / 1e10, jid)
+    rcall('hset', key, 'state', 'waiting')
+  end
+  if args.group ~= nil and args.message ~= nil then
+    rcall('hset', key, 'failure', encode({ group = args.group, message = args.message, when = floor(now), worker = worker }))
+  end
+  return floor(remaining)
+end
+
+-- unfail(queue, group, [count]): moves the oldest `count` failed jobs of the
+-- group into `queue`; returns how many jids left the group.
+function QlessQueue.unfail(now, queue, group, count)
+  need(queue, 'Unfail(): Arg "queue" missing')
+  need(group, 'Unfail(): Arg "group" missing')
+  count = floor(need_number(count or 25, 'Unfail(): Arg "count" not a number: '))
+  if count <= 0 then
+    return 0
+  end
+  local key = 'ql:f:' .. group
+  local jids = rcall('lrange', key, -count, -1)
+  local cap = history_cap()
+  for _, jid in ipairs(jids) do
+    local current = rcall('hmget', 'ql:j:' .. jid, 'jid', 'retries', 'priority', 'history')
+    if current[1] then
+      QlessJob.migrate_history(jid, current[4])
+      QlessJob.add_history(jid, now, 'put', { q = queue }, cap)
+      rcall('hmset', 'ql:j:' .. jid, 'state', 'waiting', 'worker', '', 'expires', 0,
+        'queue', queue, 'remaining', tonumber(current[2]) or 5)
+      rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(current[3]) or 0) - now / 1e10, jid)
+    end
+  end
+  rcall('ltrim', key, 0, -count - 1)
+  if rcall('llen', key) == 0 then
+    rcall('srem', 'ql:failures', group)
+  end
+  return #jids
+end
+
+-- failed(): {group: count}; failed(group, [start], [limit]): {total, jobs}.
+function Qless.failed(group, start, limit)
+  start = floor(need_number(start or 0, 'Failed(): Arg "start" is not a number: '))
+  limit = floor(need_number(limit or 25, 'Failed(): Arg "limit" is not a number: '))
+  if group then
+    return {
+      total = rcall('llen', 'ql:f:' .. group),
+      jobs = rcall('lrange', 'ql:f:' .. group, start, start + limit - 1),
+    }
+  end
+  local counts = {}
+  for _, name in ipairs(rcall('smembers', 'ql:failures')) do
+    counts[name] = rcall('llen', 'ql:f:' .. name)
+  end
+  return counts
+end

@@ -1,0 +1,181 @@
+-- tags.lua: tag indexes (`ql:t:<tag>`, `ql:tags`), the tag and track commands.
+
+-- Indexes a job under each tag (score = when) and counts it in `ql:tags`.
+function QlessJob.index_tags(jid, tags, when)
+  for _, tag in ipairs(tags) do
+    rcall('zadd', 'ql:t:' .. tag, when, jid)
+    rcall('zincrby', 'ql:tags', 1, tag)
+  end
+end
+
+-- Removes a job from each tag index and uncounts it.
+function QlessJob.unindex_tags(jid, tags)
+  for _, tag in ipairs(tags) do
+    rcall('zrem', 'ql:t:' .. tag, jid)
+    rcall('zincrby', 'ql:tags', -1, tag)
+  end
+end
+
+-- Moves a job's tag index from `old` to `new` tags: tags only in `old` are
+-- uncounted, tags only in `new` counted, kept tags re-stamped with `when`.
+function QlessJob.retag(jid, old, new, when)
+  local keep = {}
+  for _, tag in ipairs(new) do
+    keep[tag] = true
+  end
+  local had = {}
+  for _, tag in ipairs(old) do
+    had[tag] = true
+    if not keep[tag] then
+      rcall('zrem', 'ql:t:' .. tag, jid)
+      rcall('zincrby', 'ql:tags', -1, tag)
+    end
+  end
+  for _, tag in ipairs(new) do
+    rcall('zadd', 'ql:t:' .. tag, when, jid)
+    if not had[tag] then
+      rcall('zincrby', 'ql:tags', 1, tag)
+    end
+  end
+end
+
+local function job_tags(jid)
+  local raw = rcall('hget', 'ql:j:' .. jid, 'tags')
+  if not raw then
+    error('Tag(): Job ' .. jid .. ' does not exist')
+  end
+  return decode(raw)
+end
+
+-- tag add jid tag...: adds the tags the job does not carry yet.
+local function tag_add(now, args)
+  local jid = need(args[2], 'Tag(): Arg "jid" missing')
+  local tags = job_tags(jid)
+  local present = {}
+  for _, tag in ipairs(tags) do
+    present[tag] = true
+  end
+  for i = 3, #args do
+    local tag = args[i]
+    if not present[tag] then
+      present[tag] = true
+      tags[#tags + 1] = tag
+      rcall('zincrby', 'ql:tags', 1, tag)
+    end
+    rcall('zadd', 'ql:t:' .. tag, now, jid)
+  end
+  rcall('hset', 'ql:j:' .. jid, 'tags', encode(tags))
+  return tags
+end
+
+-- tag remove jid tag...: drops the given tags from the job.
+local function tag_remove(args)
+  local jid = need(args[2], 'Tag(): Arg "jid" missing')
+  local tags = job_tags(jid)
+  local drop = {}
+  for i = 3, #args do
+    drop[args[i]] = true
+  end
+  local kept = {}
+  for _, tag in ipairs(tags) do
+    if drop[tag] then
+      drop[tag] = nil
+      rcall('zrem', 'ql:t:' .. tag, jid)
+      rcall('zincrby', 'ql:tags', -1, tag)
+    else
+      kept[#kept + 1] = tag
+    end
+  end
+  rcall('hset', 'ql:j:' .. jid, 'tags', encode(kept))
+  return kept
+end
+
+-- Reads an optional offset/count pair of a paging command.
+local function paging(offset, count, prefix)
+  return floor(need_number(offset or 0, prefix .. 'Arg "offset" not a number: ')),
+    floor(need_number(count or 25, prefix .. 'Arg "count" not a number: '))
+end
+
+local function tag_get(args)
+  local tag = need(args[2], 'Tag(): Arg "tag" missing')
+  local offset, count = paging(args[3], args[4], 'Tag(): ')
+  return {
+    total = rcall('zcard', 'ql:t:' .. tag),
+    jobs = rcall('zrange', 'ql:t:' .. tag, offset, offset + count - 1),
+  }
+end
+
+local function tag_top(args)
+  local offset, count = paging(args[2], args[3], 'Tag(): ')
+  return rcall('zrevrangebyscore', 'ql:tags', '+inf', 2, 'LIMIT', offset, count)
+end
+
+-- tag add|remove|get|top ...
+function Qless.tag(now, args)
+  local command = need(args[1], 'Tag(): Arg "command" must be "add", "remove", "get" or "top"')
+  if command == 'add' then
+    return tag_add(now, args)
+  elseif command == 'remove' then
+    return tag_remove(args)
+  elseif command == 'get' then
+    return tag_get(args)
+  elseif command == 'top' then
+    return tag_top(args)
+  end
+  error('Tag(): First argument must be "add", "remove" or "get"')
+end
+
+-- track: every tracked job (or its jid under `expired` when it is gone);
+-- track/untrack jid: (un)marks a job and returns 1 if that changed anything.
+function Qless.track(now, command, jid)
+  if command == nil then
+    local response = { jobs = {}, expired = {} }
+    for _, tracked in ipairs(rcall('zrange', 'ql:tracked', 0, -1)) do
+      local object = QlessJob.data(tracked)
+      if object then
+        response.jobs[#response.jobs + 1] = object
+      else
+        response.expired[#response.expired + 1] = tracked
+      end
+    end
+    return response
+  end
+  need(jid, 'Track(): Arg "jid" missing')
+  if rcall('exists', 'ql:j:' .. jid) == 0 then
+    error('Track(): Job does not exist')
+  end
+  local action = string.lower(command)
+  if action == 'track' then
+    Qless.publish('track', jid)
+    return rcall('zadd', 'ql:tracked', now, jid)
+  elseif action == 'untrack' then
+    Qless.publish('untrack', jid)
+    return rcall('zrem', 'ql:tracked', jid)
+  end
+  error('Track(): Unknown action "' .. command .. '"')
+end
+
+-- jobs complete [offset count] / jobs <state> <queue> [offset count].
+function Qless.jobs(now, args)
+  local state = need(args[1], 'Jobs(): Arg "state" missing')
+  if state == 'complete' then
+    local offset, count = paging(args[2], args[3], 'Jobs(): ')
+    return rcall('zrevrange', 'ql:completed', offset, offset + count - 1)
+  end
+  local queue = need(args[2], 'Jobs(): Arg "queue" missing')
+  local offset, count = paging(args[3], args[4], 'Jobs(): ')
+  local prefix = 'ql:q:' .. queue
+  if state == 'running' then
+    return rcall('zrangebyscore', prefix .. '-locks', now, '+inf', 'LIMIT', offset, count)
+  elseif state == 'stalled' then
+    return rcall('zrangebyscore', prefix .. '-locks', '-inf', now, 'LIMIT', offset, count)
+  elseif state == 'scheduled' then
+    QlessQueue.release_scheduled(queue, now, SWEEP)
+    return rcall('zrangebyscore', prefix .. '-scheduled', '(' .. now, '+inf', 'LIMIT', offset, count)
+  elseif state == 'depends' then
+    return rcall('zrange', prefix .. '-depends', offset, offset + count - 1)
+  elseif state == 'recurring' then
+    return rcall('zrangebyscore', prefix .. '-recur', '-inf', '+inf', 'LIMIT', offset, count)
+  end
+  error('Jobs(): Unknown type "' .. state .. '"')
+end
