@@ -1,0 +1,21 @@
+"""The Django app: registers checks and logging receivers, and finds every job module."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class DjangoQlessConfig(AppConfig):
+    """`django_qless` in INSTALLED_APPS."""
+
+    name = "django_qless"
+    label = "django_qless"
+    verbose_name = "qless"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Import checks and receivers, then every installed app's `qless_jobs` module."""
+        from . import checks, signal_handlers  # noqa: F401, PLC0415 - imported to register
+        from .registry import autodiscover  # noqa: PLC0415 - needs the app registry ready
+
+        autodiscover()

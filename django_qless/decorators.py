@@ -1,0 +1,106 @@
+"""`@qless_job`: turn a module-level function into a registered, typed `JobDefinition`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
+
+from .exceptions import InvalidJobError
+from .jobs import JobDefinition, seconds
+from .registry import registry
+from .retry import RetryPolicy
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@overload
+def qless_job(func: Callable[P, R], /) -> JobDefinition[P, R]: ...
+
+
+@overload
+def qless_job(
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: float | None = None,
+    tags: Sequence[str] = (),
+    retries: int | None = None,
+    delay: float | timedelta = 0,
+    depends: Sequence[str] = (),
+    tracked: bool = False,
+    heartbeat: float | None = None,
+    time_limit: float | None = None,
+    retry_policy: RetryPolicy | None = None,
+    takes_job: Literal[False] = False,
+    connection: str | None = None,
+    on_commit: bool | None = None,
+) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
+
+
+@overload
+def qless_job(
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: float | None = None,
+    tags: Sequence[str] = (),
+    retries: int | None = None,
+    delay: float | timedelta = 0,
+    depends: Sequence[str] = (),
+    tracked: bool = False,
+    heartbeat: float | None = None,
+    time_limit: float | None = None,
+    retry_policy: RetryPolicy | None = None,
+    takes_job: Literal[True],
+    connection: str | None = None,
+    on_commit: bool | None = None,
+) -> Callable[[Callable[Concatenate[Any, P], R]], JobDefinition[P, R]]: ...
+
+
+def qless_job(func: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Register a function as a qless job klass (bare `@qless_job` or `@qless_job(...)`).
+
+    The klass name defaults to `module.qualname`. With `takes_job=True` the function's
+    first parameter, `job`, receives the running job and is not passed to `.enqueue()`.
+    """
+    if func is not None:
+        if options:
+            raise InvalidJobError("use @qless_job or @qless_job(option=...), not both")
+        return _register(func, {})
+    return lambda f: _register(f, options)
+
+
+def _register(func: Callable[..., Any], options: dict[str, Any]) -> JobDefinition[Any, Any]:
+    """Build the definition for `func` and add it to the registry."""
+    check_function(func)
+    name = options.pop("name", None) or f"{func.__module__}.{func.__qualname__}"
+    options["tags"] = tuple(options.get("tags", ()))
+    options["depends"] = tuple(options.get("depends", ()))
+    options["delay"] = seconds(options.get("delay", 0))
+    try:
+        defn: JobDefinition[Any, Any] = JobDefinition(func, name, **options)
+    except TypeError as exc:  # an option name that does not exist
+        raise InvalidJobError(f"@qless_job on {func.__qualname__}: {exc}") from exc
+    return registry.register(defn)
+
+
+def check_function(func: object) -> None:
+    """Refuse what a worker could not import again by name: lambdas, nested functions."""
+    if not callable(func):
+        raise InvalidJobError(f"@qless_job needs a function, got {func!r}")
+    if not inspect.isfunction(func):
+        raise InvalidJobError(
+            f"@qless_job needs a plain module-level function, got {type(func).__name__}"
+        )
+    if func.__name__ == "<lambda>":
+        raise InvalidJobError("@qless_job cannot register a lambda: define a function")
+    if "<locals>" in func.__qualname__:
+        raise InvalidJobError(
+            f"@qless_job cannot register nested function {func.__qualname__!r}: "
+            "define it at module level so every worker process can find it"
+        )
+    if inspect.iscoroutinefunction(func):
+        raise InvalidJobError(f"{func.__qualname__} is async: job functions must be synchronous")

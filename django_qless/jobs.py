@@ -1,0 +1,344 @@
+"""`JobDefinition`: a registered job function with its defaults, enqueue and execute paths.
+
+Job data is qless's JSON object, `{"args": [...], "kwargs": {...}}`, so other qless clients
+and UIs can read it. Arguments go through JSON in the caller: tuples arrive as lists,
+NaN/Infinity, sets, bytes and non-string keys are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
+
+from django.db import transaction
+
+from . import signals
+from .conf import QlessSettings, get_settings
+from .connection import alias_for_queue, get_client
+from .core import validation
+from .exceptions import (
+    BadPayloadError,
+    InvalidJobError,
+    JobDataError,
+    QlessConfigurationError,
+    QlessError,
+)
+from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from .core import Job
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Worker name reported by the signals of jobs run inline in immediate mode.
+IMMEDIATE_WORKER = "immediate"
+
+
+class JobLike(Protocol):
+    """What `execute` needs from a job: a `core.Job`, or an `ImmediateJob`."""
+
+    jid: str
+    klass: str
+    queue_name: str
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The decoded job data."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A validated put, ready to send now or after the transaction commits."""
+
+    jid: str
+    klass: str
+    queue: str
+    connection: str
+    encoded: str
+    delay: float
+    priority: float | None
+    tags: tuple[str, ...]
+    retries: int | None
+    depends: tuple[str, ...]
+    tracked: bool
+
+
+@dataclass(frozen=True)
+class JobDefinition(Generic[P, R]):
+    """A job klass: the function, its qless defaults, and `.enqueue()` / `.using()`."""
+
+    func: Callable[..., R]
+    name: str
+    queue: str | None = None  # None: QLESS["DEFAULT_QUEUE"] at enqueue time
+    priority: float | None = None
+    tags: tuple[str, ...] = ()
+    retries: int | None = None  # None: qless's default (5), or the existing job's on re-put
+    delay: float = 0.0
+    depends: tuple[str, ...] = ()
+    tracked: bool = False
+    heartbeat: float | None = None
+    time_limit: float | None = None
+    retry_policy: RetryPolicy | None = None
+    takes_job: bool = False
+    connection: str | None = None  # None: the connection the queue is routed to
+    jid: str | None = None
+    on_commit: bool | None = None  # None: QLESS["ENQUEUE_ON_COMMIT"]
+    db_alias: str | None = None
+    signature: inspect.Signature = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            normalise(self)
+        except (QlessError, ValueError, TypeError) as exc:
+            raise InvalidJobError(f"job {self.name!r}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"<JobDefinition {self.name} queue={self.queue or '(default)'}>"
+
+    def using(
+        self,
+        *,
+        queue: str | None = None,
+        priority: float | None = None,
+        tags: Sequence[str] | None = None,
+        retries: int | None = None,
+        delay: float | timedelta | None = None,
+        depends: Sequence[str] | None = None,
+        tracked: bool | None = None,
+        jid: str | None = None,
+        connection: str | None = None,
+        on_commit: bool | None = None,
+        using: str | None = None,
+    ) -> JobDefinition[P, R]:
+        """A copy with per-call overrides (None keeps the current value)."""
+        given: dict[str, Any] = {
+            "queue": queue, "priority": priority, "tags": tags, "retries": retries,
+            "delay": seconds(delay), "depends": depends, "tracked": tracked, "jid": jid,
+            "connection": connection, "on_commit": on_commit, "db_alias": using,
+        }
+        return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """qless `put`: validate in the caller, send now or on commit; returns the jid at once."""
+        settings = get_settings()
+        submission = self.prepare(settings, args, kwargs)
+        send = functools.partial(
+            self._run_inline if settings.immediate else self._put, submission
+        )
+        on_commit = settings.enqueue_on_commit if self.on_commit is None else self.on_commit
+        # Deferred puts keep workers from seeing rows the transaction has not committed yet.
+        if on_commit and transaction.get_connection(self.db_alias).in_atomic_block:
+            transaction.on_commit(send, using=self.db_alias)
+        else:
+            send()
+        return submission.jid
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run the function now, in this process, with JSON-round-tripped arguments."""
+        submission = self.prepare(get_settings(), args, kwargs)
+        return self.execute(ImmediateJob.from_submission(submission))
+
+    def execute(self, job: JobLike) -> R:
+        """Decode `job.data` and call the function (the worker's path, and immediate mode's)."""
+        args, kwargs = decode_payload(job)
+        if self.takes_job:
+            args = [job, *args]
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise BadPayloadError(f"job {job.jid} ({self.name}): {exc}") from exc
+        return self.func(*args, **kwargs)
+
+    def prepare(
+        self, settings: QlessSettings, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Submission:
+        """Check everything a put needs, so a bad call fails here and writes nothing."""
+        bound = [None, *args] if self.takes_job else list(args)
+        try:
+            self.signature.bind(*bound, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}.enqueue(): {exc}") from exc
+        queue = self.queue or settings.default_queue
+        connection = self.connection or alias_for_queue(queue)
+        if connection not in settings.connections:
+            raise QlessConfigurationError(
+                f"job {self.name!r} uses connection {connection!r}, "
+                f"not in QLESS['CONNECTIONS'] (configured: {', '.join(settings.connections)})"
+            )
+        data = {"args": list(args), "kwargs": dict(kwargs)}
+        return Submission(
+            jid=self.jid or uuid.uuid4().hex,
+            klass=self.name,
+            queue=queue,
+            connection=connection,
+            encoded=validation.encode_data(data, settings.max_payload_bytes),
+            delay=self.delay,
+            priority=self.priority,
+            tags=self.tags,
+            retries=self.retries,
+            depends=self.depends,
+            tracked=self.tracked,
+        )
+
+    def _put(self, submission: Submission) -> None:
+        """Write the job to Redis, then announce it."""
+        client = get_client(submission.connection)
+        client.queue(submission.queue).put_args(
+            "put",
+            submission.klass,
+            submission.encoded,
+            jid=submission.jid,
+            delay=submission.delay,
+            priority=submission.priority,
+            tags=list(submission.tags),
+            retries=submission.retries,
+            depends=list(submission.depends),
+        )
+        if submission.tracked:
+            # qless has no tracked flag on put: tracking is a second, separate command.
+            client.track(submission.jid)
+        self._send(signals.job_enqueued, submission, priority=submission.priority,
+                   tags=submission.tags, delay=submission.delay,
+                   connection=submission.connection, immediate=False)
+
+    def _run_inline(self, submission: Submission) -> None:
+        """Immediate mode: run through `execute` now, sending the worker's signals."""
+        self._send(signals.job_enqueued, submission, priority=submission.priority,
+                   tags=submission.tags, delay=submission.delay,
+                   connection=submission.connection, immediate=True)
+        self._send(signals.job_started, submission, worker=IMMEDIATE_WORKER)
+        started = time.monotonic()
+        try:
+            self.execute(ImmediateJob.from_submission(submission))
+        except Exception as exc:
+            self._send(signals.job_failed, submission, worker=IMMEDIATE_WORKER,
+                       duration=time.monotonic() - started, exception=exc,
+                       group=f"{submission.queue}-{type(exc).__name__}")
+            raise
+        self._send(signals.job_completed, submission, worker=IMMEDIATE_WORKER,
+                   duration=time.monotonic() - started)
+
+    def _send(self, signal: Any, submission: Submission, **kwargs: Any) -> None:
+        """Send a job signal with the registered definition as sender."""
+        from .registry import registry  # noqa: PLC0415 - registry imports this module
+
+        sender = registry.lookup(self.name) or self
+        signal.send(sender=sender, jid=submission.jid, queue=submission.queue,
+                    klass=submission.klass, **kwargs)
+
+
+class ImmediateJob:
+    """Stands in for a `core.Job` when a job runs inline (immediate mode, `.call()`)."""
+
+    def __init__(self, jid: str, klass: str, queue_name: str, raw_data: str, **fields: Any):
+        self.jid = jid
+        self.klass = klass
+        self.queue_name = queue_name
+        self.raw_data = raw_data
+        self.priority: float = fields.get("priority") or 0
+        self.tags: tuple[str, ...] = tuple(fields.get("tags") or ())
+        self.retries: int = 5 if fields.get("retries") is None else int(fields["retries"])
+        self.remaining = self.retries
+        self.tracked: bool = bool(fields.get("tracked"))
+        self.worker = IMMEDIATE_WORKER
+        self.state = "running"
+        self.expires = math.inf
+        self.ttl = math.inf
+        self.logs: list[tuple[str, dict[str, Any] | None]] = []
+
+    @classmethod
+    def from_submission(cls, submission: Submission) -> ImmediateJob:
+        """The inline job for a validated submission."""
+        return cls(
+            submission.jid, submission.klass, submission.queue, submission.encoded,
+            priority=submission.priority, tags=submission.tags, retries=submission.retries,
+            tracked=submission.tracked,
+        )
+
+    def __repr__(self) -> str:
+        return f"<ImmediateJob {self.jid} {self.klass} in {self.queue_name}>"
+
+    @functools.cached_property
+    def data(self) -> dict[str, Any]:
+        """The job data, decoded like a worker would."""
+        return validation.decode_object(self.raw_data)
+
+    def heartbeat(self, data: Mapping[str, Any] | None = None) -> float:
+        """Nothing to renew inline; returns the (infinite) expiry."""
+        return self.expires
+
+    def log(self, message: str, data: Mapping[str, Any] | None = None) -> None:
+        """Keep the entry on the object (there is no history in Redis)."""
+        self.logs.append((message, None if data is None else dict(data)))
+
+
+def seconds(delay: float | timedelta | None) -> float | None:
+    """A delay in seconds (timedelta accepted)."""
+    return delay.total_seconds() if isinstance(delay, timedelta) else delay
+
+
+def decode_payload(job: JobLike) -> tuple[list[Any], dict[str, Any]]:
+    """`(args, kwargs)` from `{"args": [...], "kwargs": {...}}`; `BadPayloadError` otherwise."""
+    try:
+        data = job.data
+    except JobDataError as exc:
+        raise BadPayloadError(f"job {job.jid}: {exc}") from exc
+    extra = sorted(set(data) - {"args", "kwargs"})
+    args = data.get("args", [])
+    kwargs = data.get("kwargs", {})
+    if extra:
+        raise BadPayloadError(f"job {job.jid}: unexpected keys in data: {', '.join(extra)}")
+    if not isinstance(args, list):
+        raise BadPayloadError(f"job {job.jid}: data['args'] must be a list, got {args!r:.80}")
+    if not isinstance(kwargs, dict):
+        raise BadPayloadError(
+            f"job {job.jid}: data['kwargs'] must be an object, got {kwargs!r:.80}"
+        )
+    return args, kwargs
+
+
+def normalise(defn: JobDefinition[Any, Any]) -> None:
+    """Check and normalise a definition's options in place (it is frozen, hence setattr)."""
+    def put(name: str, value: Any) -> None:
+        object.__setattr__(defn, name, value)
+
+    validation.label(defn.name, "job name")
+    if defn.queue is not None:
+        validation.queue_name(defn.queue)
+    if defn.jid is not None:
+        validation.new_jid(defn.jid)
+    if defn.priority is not None:
+        validation.number(defn.priority, "priority")
+    if defn.retries is not None:
+        validation.integer(defn.retries, "retries", minimum=0)
+    put("delay", float(validation.number(defn.delay, "delay", minimum=0)))
+    put("tags", tuple(validation.labels(defn.tags, "tag")))
+    put("depends", tuple(validation.jids(defn.depends)))
+    for name in ("heartbeat", "time_limit"):
+        if getattr(defn, name) is not None:
+            put(name, float(validation.positive(getattr(defn, name), name)))
+    for name in ("tracked", "takes_job"):
+        if not isinstance(getattr(defn, name), bool):
+            raise TypeError(f"{name} must be True or False")
+    if defn.on_commit is not None and not isinstance(defn.on_commit, bool):
+        raise TypeError("on_commit must be True, False or None")
+    if defn.retry_policy is not None and not isinstance(defn.retry_policy, RetryPolicy):
+        raise TypeError("retry_policy must be a RetryPolicy")
+    put("signature", inspect.signature(defn.func))
+    if defn.takes_job and next(iter(defn.signature.parameters), None) != "job":
+        raise TypeError("takes_job=True needs a first parameter named 'job'")
+
+
+if TYPE_CHECKING:
+    # A core.Job must satisfy what execute() needs.
+    def _job_is_job_like(job: Job) -> JobLike:
+        return job

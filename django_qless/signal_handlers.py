@@ -1,0 +1,76 @@
+"""Structured logging of the job and worker signals on the `django_qless` logger.
+
+Every record carries its fields in `extra` (jid, queue, klass, worker, ...), so a JSON
+formatter picks them up; configure handlers in LOGGING, the library installs none.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.dispatch import receiver
+
+from . import signals
+
+logger = logging.getLogger("django_qless")
+
+_JOB_FIELDS = ("jid", "queue", "klass", "worker", "connection", "duration", "group", "delay")
+
+
+def _extra(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The fields worth logging; `exception` goes in exc_info, not in extra."""
+    return {name: kwargs[name] for name in _JOB_FIELDS if name in kwargs}
+
+
+@receiver(signals.job_enqueued, dispatch_uid="django_qless.log_job_enqueued")
+def log_job_enqueued(sender: object, **kwargs: Any) -> None:
+    """Log an enqueue at INFO."""
+    logger.info("qless job %s enqueued in %s", kwargs.get("jid"), kwargs.get("queue"),
+                extra=_extra(kwargs))
+
+
+@receiver(signals.job_started, dispatch_uid="django_qless.log_job_started")
+def log_job_started(sender: object, **kwargs: Any) -> None:
+    """Log the start of a job at DEBUG (completion and failure are logged at INFO/ERROR)."""
+    logger.debug("qless job %s started", kwargs.get("jid"), extra=_extra(kwargs))
+
+
+@receiver(signals.job_completed, dispatch_uid="django_qless.log_job_completed")
+def log_job_completed(sender: object, **kwargs: Any) -> None:
+    """Log a completed job at INFO."""
+    logger.info("qless job %s completed in %.3fs", kwargs.get("jid"),
+                kwargs.get("duration") or 0.0, extra=_extra(kwargs))
+
+
+@receiver(signals.job_failed, dispatch_uid="django_qless.log_job_failed")
+def log_job_failed(sender: object, **kwargs: Any) -> None:
+    """Log a failed job with its traceback at ERROR."""
+    logger.exception("qless job %s failed (%s)", kwargs.get("jid"), kwargs.get("group"),
+                     exc_info=kwargs.get("exception"), extra=_extra(kwargs))
+
+
+@receiver(signals.job_retried, dispatch_uid="django_qless.log_job_retried")
+def log_job_retried(sender: object, **kwargs: Any) -> None:
+    """Log a retry at WARNING, with the exception that caused it."""
+    logger.warning("qless job %s retried in %ss", kwargs.get("jid"), kwargs.get("delay"),
+                   exc_info=kwargs.get("exception"), extra=_extra(kwargs))
+
+
+@receiver(signals.job_lock_lost, dispatch_uid="django_qless.log_job_lock_lost")
+def log_job_lock_lost(sender: object, **kwargs: Any) -> None:
+    """Log a lost lease at WARNING: another worker may now be running the job."""
+    logger.warning("qless job %s lost its lock", kwargs.get("jid"), extra=_extra(kwargs))
+
+
+@receiver(signals.worker_started, dispatch_uid="django_qless.log_worker_started")
+def log_worker_started(sender: object, **kwargs: Any) -> None:
+    """Log a worker start at INFO."""
+    logger.info("qless worker %s started on %s", kwargs.get("worker"),
+                ", ".join(kwargs.get("queues") or ()), extra=_extra(kwargs))
+
+
+@receiver(signals.worker_stopped, dispatch_uid="django_qless.log_worker_stopped")
+def log_worker_stopped(sender: object, **kwargs: Any) -> None:
+    """Log a worker stop at INFO."""
+    logger.info("qless worker %s stopped", kwargs.get("worker"), extra=_extra(kwargs))
