@@ -76,9 +76,9 @@ def qless_job(func: Callable[..., Any] | None = None, /, **options: Any) -> Any:
 def _register(func: Callable[..., Any], options: dict[str, Any]) -> JobDefinition[Any, Any]:
     """Build the definition for `func` and add it to the registry."""
     check_function(func)
-    name = options.pop("name", None) or f"{func.__module__}.{func.__qualname__}"
-    options["tags"] = tuple(options.get("tags", ()))
-    options["depends"] = tuple(options.get("depends", ()))
+    name = options.pop("name", None)
+    if name is None:
+        name = f"{func.__module__}.{func.__qualname__}"
     options["delay"] = seconds(options.get("delay", 0))
     try:
         defn: JobDefinition[Any, Any] = JobDefinition(func, name, **options)

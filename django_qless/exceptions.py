@@ -47,8 +47,8 @@ class QlessConfigurationError(ImproperlyConfigured, QlessError):
     """The `QLESS` setting is malformed; the message names the offending key."""
 
 
-class InvalidJobError(QlessError, ValueError):
-    """A function cannot be a job: nested, a lambda, a bad option, or a bad signature."""
+class InvalidJobError(InvalidArgumentError):
+    """A job definition was refused: nested function, lambda, bad option or bad override."""
 
 
 class DuplicateJobError(InvalidJobError):
