@@ -17,6 +17,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_qless",
     "tests.testapp",
+    "tests.workerapp",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
