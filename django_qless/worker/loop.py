@@ -1,0 +1,195 @@
+"""The worker: pop a job from its queues, run it, repeat; sleep on events when idle."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections import Counter
+
+import redis
+from django.db import close_old_connections
+
+from .. import signals
+from ..connection import aliases_for_queues, get_client
+from ..core import Client, Job, Queue
+from ..core.client import default_worker_name
+from ..exceptions import QlessConfigurationError
+from ..registry import autodiscover
+from .interrupt import Interrupter
+from .memory import rss_mb
+from .monitor import Monitor
+from .options import WorkerOptions
+from .order import QueueOrder
+from .runner import JobRunner
+from .shutdown import SignalHandlers
+from .state import StopState
+from .wakeup import SLICE, Waker
+
+logger = logging.getLogger("django_qless.worker")
+
+#: Pause after a Redis error in the loop before trying again.
+ERROR_PAUSE = 1.0
+#: How often (seconds) resident memory is measured for `max_memory_mb`.
+MEMORY_CHECK_EVERY = 1.0
+
+
+class Worker:
+    """A serial qless worker: one job at a time, in the thread that calls `run()`."""
+
+    def __init__(self, options: WorkerOptions, *, client: Client | None = None) -> None:
+        if not options.queues:
+            raise QlessConfigurationError("the worker needs at least one queue")
+        self.options = options
+        base = client if client is not None else _client_for(options.queues)
+        # Our own client on the shared connection pool, so every command carries our name.
+        self.client = Client(
+            base.redis,
+            clock=base.clock,
+            worker_name=options.name or default_worker_name(),
+            max_payload_bytes=base.max_payload_bytes,
+        )
+        self.name = self.client.worker_name
+        self.order: QueueOrder[Queue] = QueueOrder(
+            [self.client.queue(name) for name in options.queues], options.strategy
+        )
+        self.stop = StopState()
+        self.interrupter = Interrupter(use_signals=options.handle_signals)
+        self.monitor = Monitor(
+            self.client, self.interrupter, self.stop,
+            shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
+        )
+        self.waker = Waker(self.client, options.queues, options.poll_interval,
+                           lambda: self.stop.requested)
+        self.runner = JobRunner(options, self.monitor, self.interrupter, self.name)
+        self.handlers = SignalHandlers(self.stop, self.name)
+        self.jobs_run = 0
+        self.outcomes: Counter[str] = Counter()
+        self._memory_checked = 0.0
+
+    def __repr__(self) -> str:
+        return f"<Worker {self.name} on {', '.join(self.options.queues)}>"
+
+    # Lifecycle.
+
+    def startup(self) -> None:
+        """Check the configuration, install signal handlers, start the monitor thread."""
+        autodiscover()
+        for queue in self.order.queues:
+            # Reading each lease refuses a bad `<queue>-heartbeat` before any job is taken.
+            queue.heartbeat  # noqa: B018
+        if self.options.handle_signals:
+            self.handlers.install()
+            self.interrupter.install()
+        self.monitor.start()
+        if not self.monitor.wait_subscribed(5.0):
+            logger.warning("qless worker %s: lock-loss events not subscribed yet", self.name)
+        self._startup_delay()
+        logger.info("qless worker %s: queues %s (%s), pid %s", self.name,
+                    ", ".join(self.options.queues), self.options.strategy, os.getpid())
+        signals.worker_started.send(sender=self, worker=self.name, queues=self.options.queues)
+
+    def run(self) -> int:
+        """Work until stopped (signal, burst, limits); returns the exit status."""
+        self.startup()
+        try:
+            self._loop()
+        finally:
+            self.shutdown()
+        return 0
+
+    def run_once(self) -> bool:
+        """Pop one job and run it to its end; False when every queue was empty."""
+        popped = self._pop()
+        if popped is None:
+            return False
+        self.waker.popped()
+        lease = max(float(popped.expires) - self.client.now(), 1.0)
+        outcome = self.runner.run(popped, lease)
+        self.jobs_run += 1
+        self.outcomes[outcome] += 1
+        return True
+
+    def shutdown(self) -> None:
+        """Stop the monitor, deregister, restore signal handlers, close DB connections."""
+        self.monitor.halt()
+        self.waker.close()
+        try:
+            self.client.workers.deregister(self.name)
+        except redis.RedisError:
+            logger.exception("qless worker %s: could not deregister", self.name)
+        self.interrupter.uninstall()
+        self.handlers.restore()
+        close_old_connections()
+        logger.info("qless worker %s: stopped (%s) after %s jobs", self.name,
+                    self.stop.reason or "done", self.jobs_run)
+        signals.worker_stopped.send(sender=self, worker=self.name, queues=self.options.queues)
+
+    # The loop.
+
+    def _loop(self) -> None:
+        """Pop and run until asked to stop; sleep on events when there is nothing to do."""
+        while not self.stop.requested:
+            round_started = self.client.now()
+            try:
+                ran = self.run_once()
+            except redis.RedisError as exc:
+                logger.warning("qless worker %s: Redis error (%s); retrying in %ss",
+                               self.name, exc, ERROR_PAUSE)
+                self._pause(ERROR_PAUSE)
+                continue
+            if ran:
+                self._check_limits()
+                continue
+            if self.options.burst:
+                self.stop.request("queues empty (burst)")
+            elif not self.waker.listen():
+                # Already listening: nothing was put since, so sleep. (Right after
+                # subscribing, pop once more first: a put may have come just before.)
+                self.waker.sleep(round_started)
+
+    def _pop(self) -> Job | None:
+        """The next job from the first queue (in strategy order) that has one."""
+        for queue in self.order.round():
+            jobs = queue.pop()
+            if jobs:
+                self.order.served(queue)
+                return jobs[0]
+        return None
+
+    def _check_limits(self) -> None:
+        """Stop after `max_jobs` jobs or above `max_memory_mb` of resident memory."""
+        limit = self.options.max_jobs
+        if limit is not None and self.jobs_run >= limit:
+            self.stop.request(f"max jobs ({limit}) reached")
+        ceiling = self.options.max_memory_mb
+        now = time.monotonic()
+        if ceiling is not None and now - self._memory_checked >= MEMORY_CHECK_EVERY:
+            self._memory_checked = now
+            used = rss_mb()
+            if used > ceiling:
+                self.stop.request(f"memory {used:.0f} MiB above max {ceiling} MiB")
+
+    def _startup_delay(self) -> None:
+        """Sleep a random fraction of `startup_delay`, so restarted workers do not stampede."""
+        if self.options.startup_delay > 0:
+            self._pause(random.uniform(0, self.options.startup_delay))  # noqa: S311
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, waking early on a stop request."""
+        deadline = time.monotonic() + seconds
+        while not self.stop.requested and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, SLICE))
+
+
+def _client_for(queues: tuple[str, ...]) -> Client:
+    """The client of the one connection all the queues are routed to."""
+    grouped = aliases_for_queues(queues)
+    if len(grouped) > 1:
+        routes = "; ".join(f"{alias}: {', '.join(names)}" for alias, names in grouped.items())
+        raise QlessConfigurationError(
+            f"a worker serves queues of one connection only, got {routes}; start one worker "
+            "per connection"
+        )
+    return get_client(next(iter(grouped)))

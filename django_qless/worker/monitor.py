@@ -1,0 +1,231 @@
+"""The monitor thread: renews the running job's lock and watches the worker's channel.
+
+One long-lived daemon thread per worker (nothing is started per job). It blocks on the
+`ql:w:<worker>` pub/sub channel, where qless publishes `lock_lost` and `canceled` for jobs
+this worker holds, so a lost lock is seen at once; between messages it wakes up for the
+next heartbeat, the time limit (when no timer enforces it) and the shutdown deadline. While
+no job runs, it only wakes every `TICK` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+import redis
+import redis.client
+
+from ..core import Client, Job, LockLostError
+from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout, TimeLimitExceeded
+from .state import RunningJob, StopState
+
+logger = logging.getLogger("django_qless.worker")
+
+#: Longest the thread blocks on the channel; bounds how late the first heartbeat can be.
+TICK = 0.5
+#: How long to wait before resubscribing after the connection dropped.
+RECONNECT_DELAY = 1.0
+#: Events about jobs that were not (yet) running, kept briefly in case the job starts just
+#: after (the event can overtake the pop reply); older ones are stale.
+RECENT = 64
+RECENT_TTL = 2.0
+
+
+class Monitor(threading.Thread):
+    """Heartbeats, lock-loss and cancellation events, deadlines; interrupts the job thread."""
+
+    def __init__(
+        self,
+        client: Client,
+        interrupter: Interrupter,
+        stop: StopState,
+        *,
+        shutdown_timeout: float,
+        parent_pid: int | None = None,
+    ) -> None:
+        super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
+        self.client = client
+        self.interrupter = interrupter
+        self.stop = stop
+        self.shutdown_timeout = shutdown_timeout
+        self.parent_pid = parent_pid
+        self.current: RunningJob | None = None
+        self.heartbeats = 0
+        self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._halt = threading.Event()
+        self._pubsub: redis.client.PubSub | None = None
+        self._subscribed = threading.Event()
+        self._announced = False
+
+    # Called from the job thread.
+
+    def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None
+              ) -> RunningJob:
+        """Start watching a job that was just popped."""
+        every = interval if interval is not None else max(lease / 3, 0.05)
+        running = RunningJob(job=job, interval=every)
+        if time_limit:
+            running.deadline = running.started + time_limit
+        with self._lock:
+            self.current = running
+            early = self._recent.pop(job.jid, None)
+        if early is not None and time.monotonic() - early[1] < RECENT_TTL:
+            running.lost = early[0]
+        return running
+
+    def end(self) -> None:
+        """Stop watching the current job."""
+        self.current = None
+
+    def wait_subscribed(self, timeout: float) -> bool:
+        """Block until the channel subscription is confirmed (events before it are missed)."""
+        return self._subscribed.wait(timeout)
+
+    def halt(self, timeout: float = 2.0) -> None:
+        """Stop the thread and close its connection."""
+        self._halt.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout)
+        self._close()
+
+    # The thread.
+
+    def run(self) -> None:
+        """Loop until halted: read events, then do whatever is due."""
+        while not self._halt.is_set():
+            try:
+                message = self._read(self._timeout())
+                if message is not None:
+                    self._on_message(message)
+                self._tick()
+            except redis.RedisError as exc:
+                logger.warning("qless monitor: Redis error (%s); retrying in %ss", exc,
+                               RECONNECT_DELAY)
+                self._close()
+                self._halt.wait(RECONNECT_DELAY)
+            except Exception:
+                logger.exception("qless monitor: unexpected error")
+                self._halt.wait(RECONNECT_DELAY)
+
+    def _timeout(self) -> float:
+        """How long the next blocking read may last."""
+        timeout = TICK
+        running = self.current
+        if running is not None and running.interrupted is None:
+            now = time.monotonic()
+            due = [running.next_heartbeat]
+            if running.deadline is not None:
+                due.append(running.deadline)
+            if self.stop.requested_at is not None:
+                due.append(self.stop.requested_at + self.shutdown_timeout)
+            timeout = min(timeout, max(min(due) - now, 0.001))
+        return timeout
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        """One message from the worker channel (subscribing first if needed)."""
+        pubsub = self._pubsub
+        if pubsub is None:
+            pubsub = self._subscribe()
+        message: dict[str, Any] | None = pubsub.get_message(
+            ignore_subscribe_messages=True, timeout=timeout
+        )
+        return message
+
+    def _subscribe(self) -> redis.client.PubSub:
+        """Subscribe to `ql:w:<worker>` and wait for the confirmation."""
+        pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
+        self._pubsub = pubsub
+        pubsub.subscribe(f"ql:w:{self.client.worker_name}")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            message = pubsub.get_message(timeout=0.1)
+            if message is not None and message["type"] == "subscribe":
+                self._subscribed.set()
+                break
+            if message is not None:
+                self._on_message(message)
+        return pubsub
+
+    def _close(self) -> None:
+        """Drop the pub/sub connection (the next read subscribes again)."""
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            try:
+                pubsub.close()
+            except redis.RedisError:
+                pass
+
+    def _on_message(self, message: dict[str, Any]) -> None:
+        """A `lock_lost` or `canceled` event: stop the job if it is the running one."""
+        if message.get("type") != "message":
+            return
+        data = message["data"]
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(payload, dict) or payload.get("event") not in ("lock_lost", "canceled"):
+            return
+        jid, event = str(payload.get("jid")), str(payload["event"])
+        with self._lock:
+            running = self.current
+            if running is None or running.job.jid != jid:
+                self._recent[jid] = (event, time.monotonic())
+                while len(self._recent) > RECENT:
+                    self._recent.popitem(last=False)
+                return
+        self._lose(running, event)
+
+    def _lose(self, running: RunningJob, reason: str) -> None:
+        """Record that the running job is no longer ours and stop it."""
+        if running.lost is None:
+            running.lost = reason
+        self._interrupt(running, LockLost)
+
+    def _interrupt(self, running: RunningJob, exc_class: type[JobInterrupted]) -> None:
+        """Send an interruption into the job (once)."""
+        if running.interrupted is None:
+            running.interrupted = exc_class.reason
+            self.interrupter.interrupt(exc_class)
+
+    def _tick(self) -> None:
+        """Deadlines and heartbeats for the running job; parent liveness."""
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            self.stop.request("supervisor exited")
+        running = self.current
+        if running is None or running.interrupted is not None:
+            return
+        if self.stop.requested and not self._announced:
+            self._announced = True
+            logger.info("qless worker %s: stopping (%s); waiting up to %ss for job %s",
+                        self.client.worker_name, self.stop.reason, self.shutdown_timeout,
+                        running.job.jid)
+        now = time.monotonic()
+        if running.deadline is not None and now >= running.deadline:
+            # With a timer the job thread raises by itself; either way, stop renewing.
+            if not self.interrupter.precise_time_limit:
+                self._interrupt(running, TimeLimitExceeded)
+            running.interrupted = running.interrupted or TimeLimitExceeded.reason
+            return
+        stop_at = self.stop.requested_at
+        if stop_at is not None and now >= stop_at + self.shutdown_timeout:
+            self._interrupt(running, ShutdownTimeout)
+            return
+        if now >= running.next_heartbeat:
+            self._heartbeat(running)
+
+    def _heartbeat(self, running: RunningJob) -> None:
+        """Renew the lock; a refusal means the lock is lost."""
+        running.next_heartbeat = time.monotonic() + running.interval
+        try:
+            running.job.heartbeat()
+            self.heartbeats += 1
+        except LockLostError as exc:
+            if self.current is running:
+                self._lose(running, f"heartbeat refused: {exc.message}")

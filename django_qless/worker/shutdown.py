@@ -1,0 +1,66 @@
+"""OS signals: the first SIGTERM/SIGINT/SIGQUIT stops the worker gracefully, a second exits.
+
+Handlers only set flags (the loop logs); the one exception is the second signal, which
+writes a line straight to stderr and leaves with `os._exit`, because waiting for anything
+(even logging locks) is what the operator is asking us not to do. The job's lock is then
+left to expire and qless hands the job to another worker. SIGUSR1 dumps every thread's
+stack to stderr (faulthandler), for hung jobs.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from .state import StopState
+
+GRACEFUL = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+#: Exit status after a second signal.
+FORCED_EXIT = 1
+
+
+class SignalHandlers:
+    """Installs and restores the worker's signal handlers (main thread only)."""
+
+    def __init__(self, stop: StopState, worker_name: str) -> None:
+        self.stop = stop
+        self.worker_name = worker_name
+        self._previous: dict[int, Any] = {}
+        self.installed = False
+
+    def install(self) -> bool:
+        """Install the handlers; False (and nothing done) outside the main thread."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        for signum in GRACEFUL:
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+        if hasattr(signal, "SIGUSR1"):
+            faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+        self.installed = True
+        return True
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        if not self.installed:
+            return
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        if hasattr(signal, "SIGUSR1"):
+            faulthandler.unregister(signal.SIGUSR1)
+        self._previous.clear()
+        self.installed = False
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """First signal: graceful stop. Second: leave now, non-zero."""
+        self.stop.signals += 1
+        if self.stop.signals == 1:
+            self.stop.request(f"signal {signal.Signals(signum).name}")
+            return
+        line = (f"qless worker {self.worker_name}: second signal "
+                f"({signal.Signals(signum).name}), exiting now\n")
+        os.write(2, line.encode())
+        os._exit(FORCED_EXIT)

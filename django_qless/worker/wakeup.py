@@ -1,0 +1,169 @@
+"""Idle waiting: wake on a put to one of our queues, at the next due time, or after a poll.
+
+While idle the worker listens on `ql:log`, where every `put` (from any qless client)
+publishes `{jid, event: "put", queue}`; it wakes only for its own queues. Delayed and
+recurring jobs publish nothing when they come due, so before sleeping it reads the
+earliest score of each queue's `-scheduled` and `-recur` sets (one pipelined round trip)
+and sets an alarm for it. `poll_interval` bounds the sleep for everything else (jobs
+released by a finished dependency, retries, unpaused queues).
+
+While jobs keep coming the worker stops listening, so a busy worker does not parse every
+event of the whole Redis database; it subscribes again before its last pop goes empty.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+import redis.client
+
+from ..core import Client
+
+logger = logging.getLogger("django_qless.worker")
+
+#: Longest uninterrupted block while sleeping, so a stop request is seen quickly.
+SLICE = 0.25
+#: Added to a due time so the pop happens just after the job becomes ready.
+DUE_MARGIN = 0.002
+
+
+class Waker:
+    """Blocks the idle worker until there may be work."""
+
+    def __init__(
+        self,
+        client: Client,
+        queues: Sequence[str],
+        poll_interval: float,
+        should_stop: Callable[[], bool],
+    ) -> None:
+        self.client = client
+        self.queues = frozenset(queues)
+        self.poll_interval = poll_interval
+        self.should_stop = should_stop
+        self.listening = False
+        self.wakeups: dict[str, int] = {"event": 0, "due": 0, "poll": 0}
+        self._due_keys = [f"ql:q:{q}-{kind}" for q in queues for kind in ("scheduled", "recur")]
+        self._pubsub: redis.client.PubSub | None = None
+        self._popped_while_listening = 0
+
+    def listen(self) -> bool:
+        """Subscribe to `ql:log` unless already listening; True when it just subscribed."""
+        if self.listening:
+            return False
+        try:
+            self._subscribe()
+        except redis.RedisError as exc:
+            logger.warning("qless worker: cannot listen for new jobs (%s); polling", exc)
+            self.close()
+            return False
+        self.listening = True
+        self._popped_while_listening = 0
+        return True
+
+    def popped(self) -> None:
+        """A job was popped: after two in a row the worker is busy, so stop listening."""
+        if not self.listening:
+            return
+        self._popped_while_listening += 1
+        if self._popped_while_listening >= 2:
+            self.listening = False
+            try:
+                if self._pubsub is not None:
+                    self._pubsub.unsubscribe()  # type: ignore[no-untyped-call]
+            except redis.RedisError:
+                self.close()
+
+    def sleep(self, round_started: float) -> str:
+        """Sleep until woken; returns why: `event`, `due`, `poll` or `stop`."""
+        timeout, reason = self._timeout(round_started)
+        deadline = time.monotonic() + timeout
+        while not self.should_stop():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.wakeups[reason] += 1
+                return reason
+            if self._wait_event(min(remaining, SLICE)):
+                self.wakeups["event"] += 1
+                return "event"
+        return "stop"
+
+    def close(self) -> None:
+        """Drop the subscription and its connection."""
+        self.listening = False
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            try:
+                pubsub.close()
+            except redis.RedisError:
+                pass
+
+    def next_due(self) -> float | None:
+        """The earliest time a delayed or recurring job of our queues comes due, if any."""
+        pipe = self.client.redis.pipeline(transaction=False)
+        for key in self._due_keys:
+            pipe.zrange(key, 0, 0, withscores=True)
+        scores = [float(entry[0][1]) for entry in pipe.execute() if entry]
+        return min(scores) if scores else None
+
+    def _timeout(self, round_started: float) -> tuple[float, str]:
+        """How long to sleep, and what ends the sleep if no event comes first."""
+        try:
+            due = self.next_due()
+        except redis.RedisError as exc:
+            logger.warning("qless worker: cannot read due times (%s)", exc)
+            return self.poll_interval, "poll"
+        # A due time at or before the last pop round should have been served by it; the
+        # queue is paused or at its concurrency limit, so only an event or a poll helps.
+        if due is None or due <= round_started:
+            return self.poll_interval, "poll"
+        wait = max(due - self.client.now(), 0.0) + DUE_MARGIN
+        return (wait, "due") if wait < self.poll_interval else (self.poll_interval, "poll")
+
+    def _wait_event(self, timeout: float) -> bool:
+        """Read events for up to `timeout` seconds; True on one that means work for us."""
+        if not self.listening or self._pubsub is None:
+            time.sleep(timeout)
+            return False
+        try:
+            message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
+        except redis.RedisError as exc:
+            logger.warning("qless worker: lost the event connection (%s); polling", exc)
+            self.close()
+            return False
+        return message is not None and self._relevant(message)
+
+    def _relevant(self, message: dict[str, Any]) -> bool:
+        """True for a put (or advance) into one of our queues, or a job handed back by timeout."""
+        try:
+            payload = json.loads(message["data"])
+        except (TypeError, ValueError):
+            return False
+        if not isinstance(payload, dict):
+            return False
+        event = payload.get("event")
+        if event == "put":
+            return payload.get("queue") in self.queues
+        if event == "advanced":
+            return payload.get("to") in self.queues
+        # `timeout` and lock expiry publish lock_lost without a queue; they are rare and the
+        # job may be ours to take, so look.
+        return event == "lock_lost"
+
+    def _subscribe(self) -> None:
+        """Subscribe to `ql:log` and read up to the confirmation (older events are stale)."""
+        if self._pubsub is None:
+            self._pubsub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
+        pubsub = self._pubsub
+        pubsub.subscribe("ql:log")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            message = pubsub.get_message(timeout=0.5)
+            if message is not None and message["type"] == "subscribe":
+                return
+        raise redis.TimeoutError("no confirmation for the ql:log subscription")

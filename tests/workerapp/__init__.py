@@ -1,0 +1,1 @@
+"""Test app holding the jobs the worker tests run."""

@@ -1,0 +1,145 @@
+"""Jobs run by the worker tests; each one writes what it did to the Redis list `LEDGER`."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from typing import Any
+
+from django.db import connections
+
+from django_qless.core import Job, RetryJob
+from django_qless.decorators import qless_job
+from django_qless.retry import RetryPolicy
+
+LEDGER = "test:ledger"
+
+
+class HighRandom(random.Random):
+    """Jitter that always picks the top of its range, so delays are predictable."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def record(job: Job, event: str, **extra: Any) -> None:
+    """Append an entry for this execution to the ledger (in the same Redis as the jobs)."""
+    entry = {"jid": job.jid, "event": event, "pid": os.getpid(), "worker": job.client.worker_name,
+             "t": time.time(), **extra}
+    job.client.redis.rpush(LEDGER, json.dumps(entry))
+
+
+def ledger(client: Any) -> list[dict[str, Any]]:
+    """Every ledger entry so far (tests call this with a redis client)."""
+    return [json.loads(item) for item in client.lrange(LEDGER, 0, -1)]
+
+
+@qless_job(name="worker.noop")
+def noop() -> None:
+    """Does nothing (throughput)."""
+
+
+@qless_job(name="worker.mark", takes_job=True)
+def mark(job: Job, tag: str = "") -> None:
+    """Records one execution."""
+    record(job, "run", tag=tag)
+
+
+@qless_job(name="worker.sleep", takes_job=True)
+def sleep(job: Job, seconds: float) -> None:
+    """Records its start, sleeps, records its end."""
+    record(job, "start")
+    time.sleep(seconds)
+    record(job, "end")
+
+
+@qless_job(name="worker.sleep_first", takes_job=True)
+def sleep_first(job: Job, seconds: float) -> None:
+    """Sleeps on its first execution only (later executions are the recovery)."""
+    first = not any(entry["jid"] == job.jid for entry in ledger(job.client.redis))
+    record(job, "start")
+    if first:
+        time.sleep(seconds)
+    record(job, "end")
+
+
+@qless_job(name="worker.fail")
+def fail(message: str = "boom") -> None:
+    """Raises ValueError."""
+    raise ValueError(message)
+
+
+@qless_job(name="worker.huge_failure")
+def huge_failure() -> None:
+    """Raises with a message far longer than a failure message may be."""
+    raise ValueError("x" * 100_000)
+
+
+@qless_job(
+    name="worker.flaky",
+    takes_job=True,
+    retry_policy=RetryPolicy(backoff=10, factor=3, max_delay=1000, jitter=0.5, rng=HighRandom(),
+                             retry_on=(ValueError,)),
+)
+def flaky(job: Job) -> None:
+    """Always raises a retryable error."""
+    record(job, "start")
+    raise ValueError("try again")
+
+
+@qless_job(name="worker.wants_retry")
+def wants_retry(delay: float) -> None:
+    """Asks qless for a retry."""
+    raise RetryJob(delay=delay)
+
+
+@qless_job(name="worker.slow_limited", takes_job=True, time_limit=0.3)
+def slow_limited(job: Job) -> None:
+    """Runs past its 0.3 s time limit."""
+    record(job, "start")
+    time.sleep(10)
+    record(job, "end")
+
+
+@qless_job(
+    name="worker.slow_limited_retried",
+    takes_job=True,
+    time_limit=0.3,
+    retry_policy=RetryPolicy(backoff=5, jitter=0, retry_on=(Exception, BaseException)),
+)
+def slow_limited_retried(job: Job) -> None:
+    """Runs past its time limit; its policy retries anything."""
+    record(job, "start")
+    time.sleep(10)
+
+
+@qless_job(name="worker.spin", takes_job=True, time_limit=0.3)
+def spin(job: Job) -> None:
+    """Busy Python loop past its time limit (no blocking call to interrupt)."""
+    record(job, "start")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pass
+    record(job, "end")
+
+
+@qless_job(name="worker.swallow", takes_job=True)
+def swallow(job: Job, seconds: float) -> None:
+    """Sleeps in a loop and swallows ordinary exceptions (not the worker's interruptions)."""
+    record(job, "start")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except Exception:  # noqa: BLE001, S110 - the point: interruptions are not Exceptions
+            pass
+    record(job, "end")
+
+
+@qless_job(name="worker.touch_db")
+def touch_db(alias: str) -> None:
+    """Opens a database connection and leaves it open."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT 1")
