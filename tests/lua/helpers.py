@@ -122,7 +122,7 @@ def fmt_time(now: float) -> str:
     return f"{now:.20f}"
 
 
-def cjson_text(redis_client: redis.Redis, pairs: list[tuple[str, str | None]]) -> str:
+def cjson_text(redis_client: redis.Redis, pairs: list[tuple[str, str | bool | None]]) -> str:
     """What cjson emits for a table built with these keys, in this order, in one constructor.
 
     The key order of cjson output follows the Lua table layout, so the expected text is
@@ -131,8 +131,9 @@ def cjson_text(redis_client: redis.Redis, pairs: list[tuple[str, str | None]]) -
     fields = []
     args: list[str] = []
     for name, value in pairs:
-        if value is None:
-            fields.append(f'["{name}"] = nil')
+        if value is None or isinstance(value, bool):
+            literal = "nil" if value is None else str(value).lower()
+            fields.append(f'["{name}"] = {literal}')
         else:
             args.append(value)
             fields.append(f'["{name}"] = ARGV[{len(args)}]')

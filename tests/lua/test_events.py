@@ -131,10 +131,11 @@ def test_cancel_of_waiting_job_logs_only_to_log(lua, events, redis_client):
 
 
 def test_cancel_of_unknown_jid_still_logs(lua, events, redis_client):
+    # The job hash is gone, so its worker and queue read back as Redis nil (Lua false).
     lua("cancel", T0, "nope")
     assert_payload(
         redis_client, only(events.on("ql:log")),
-        [("jid", "nope"), ("event", "canceled"), ("worker", None), ("queue", None)],
+        [("jid", "nope"), ("event", "canceled"), ("worker", False), ("queue", False)],
     )
 
 

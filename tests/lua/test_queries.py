@@ -143,7 +143,7 @@ def test_workers_lists_newest_active_first(lua):
 
 def test_worker_detail(lua):
     put(lua, T0, "a")
-    put(lua, T0, "b")
+    put(lua, T0 + 1, "b")
     pop(lua, T0, "q", "w1", 1)
     pop(lua, T0 + 30, "q", "w1", 1)
     assert lua.json("workers", T0 + 70, "w1") == {"jobs": ["b"], "stalled": ["a"]}
