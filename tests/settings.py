@@ -7,7 +7,11 @@ DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"
 ROOT_URLCONF = "tests.urls"
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+DATABASES = {
+    "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+    # A second alias, for enqueue-on-commit tied to a database other than the default.
+    "other": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+}
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -28,6 +28,7 @@ def qless_settings(
     """Every test starts with QLESS on the suite's (flushed) server and fresh clients."""
     settings.QLESS = {"URL": qless_url}
     qless_jobs.CALLS.clear()
+    qless_jobs.SEEN_JOBS.clear()
     yield settings.QLESS
     reset_clients()
 

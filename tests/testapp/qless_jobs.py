@@ -10,6 +10,8 @@ from django_qless.retry import RetryPolicy
 
 #: What the jobs below did, for the tests to inspect.
 CALLS: list[tuple[str, Any]] = []
+#: The job objects `echo` was given.
+SEEN_JOBS: list[Any] = []
 
 
 @qless_job
@@ -37,6 +39,7 @@ def send_welcome(user_id: int, *, template: str = "welcome") -> str:
 def echo(job: Job, value: Any) -> Any:
     """Return the value and record which job ran it."""
     CALLS.append(("echo", (job.jid, value)))
+    SEEN_JOBS.append(job)
     return value
 
 
