@@ -11,13 +11,12 @@ from django.test import override_settings
 from django_qless.conf import (
     ConnectionSettings,
     QlessSettings,
-    SentinelSettings,
     WorkerSettings,
     get_settings,
     parse,
-    parse_sentinel_url,
 )
 from django_qless.exceptions import QlessConfigurationError
+from django_qless.redis_urls import SentinelSettings, parse_sentinel_url
 
 
 def parsed(raw: Any) -> QlessSettings:
