@@ -128,7 +128,7 @@ class Client:
             self.call("timeout", *chunk)
 
     def track(self, jid: str) -> bool:
-        """Track a job; False if it does not exist."""
+        """Track a job (raises `JobNotFoundError` if it does not exist)."""
         return bool(self.call("track", "track", check.jid(jid)))
 
     def untrack(self, jid: str) -> bool:

@@ -36,14 +36,14 @@ ERROR_TABLE: tuple[tuple[re.Pattern[str], type[ScriptError], frozenset[str] | No
     (re.compile(r"does not exist|No recurring job"), JobNotFoundError, None),
     (re.compile(r"is a dependency of|cycle|depend on itself"), DependencyError, None),
     (
-        re.compile(r"not in the depends state|not running|cannot be used without"),
+        re.compile(r"not in the depends state|not running"),
         JobStateError,
         None,
     ),
     (
         re.compile(
             r"Arg(ument)? \"|[Mm]issing|not a number|not JSON|Expected |Odd number"
-            r"|must be|Unknown |Unrecognized option|No value provided|unknown"
+            r"|must be|Unknown |Unrecognized option|No value provided|unknown|cannot be used"
         ),
         ScriptArgumentError,
         None,
@@ -119,7 +119,9 @@ class QlessScript:
         try:
             reply = self._script(keys=[], args=[command, now, *args])
         except redis.ResponseError as exc:
-            if isinstance(exc, redis.exceptions.NoScriptError) or not is_script_error(exc):
+            # Subclasses (NoScriptError, OutOfMemoryError, ReadOnlyError...) are Redis refusing
+            # the call, not the script refusing the arguments: let them through unchanged.
+            if type(exc) is not redis.ResponseError or not is_script_error(exc):
                 raise
             raise translate(command, exc) from exc
         return _decode(reply)

@@ -1,0 +1,55 @@
+"""Fixtures for the core client: a fake clock and clients bound to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import redis
+
+from django_qless.core import Client
+
+T0 = 1_700_000_000.0
+
+
+class FakeClock:
+    """A clock the test moves by hand: `clock()` returns `now`."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        """Move forward and return the new time."""
+        self.now += seconds
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock starting at `T0`."""
+    return FakeClock()
+
+
+@pytest.fixture
+def make_client(redis_client: redis.Redis, clock: FakeClock) -> Callable[..., Client]:
+    """Build more clients on the same database and clock (e.g. a second worker)."""
+
+    def make(worker_name: str = "worker-1", **kwargs: object) -> Client:
+        return Client(redis_client, clock=clock, worker_name=worker_name, **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def client(make_client: Callable[..., Client]) -> Client:
+    """A client named `worker-1` on the fake clock."""
+    return make_client("worker-1")
+
+
+@pytest.fixture
+def other(make_client: Callable[..., Client]) -> Client:
+    """A second client, `worker-2`, on the same database and clock."""
+    return make_client("worker-2")
