@@ -10,6 +10,7 @@ import redis.sentinel
 from django.test import override_settings
 
 import django_qless
+from django_qless import connection
 from django_qless.conf import get_settings
 from django_qless.connection import (
     aliases_for_queues,
@@ -163,3 +164,13 @@ def test_building_clients_does_no_io(settings: Any) -> None:
     client = get_client()
     with pytest.raises(redis.ConnectionError):
         client.redis.ping()
+
+
+def test_a_forked_process_builds_its_own_clients(
+    qless: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "_pid", -1)  # as if this process were a fork
+    child = get_client()
+    assert child is not qless
+    assert child.redis is not qless.redis
+    assert get_client() is child

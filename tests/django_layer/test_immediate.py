@@ -75,3 +75,13 @@ def test_call_runs_without_settings_immediate(settings: Any) -> None:
     assert add.call(2, 3) == 5
     assert echo.call((1, 2)) == [1, 2]
     assert qless_jobs.CALLS[-1][0] == "echo"
+
+
+@pytest.mark.django_db
+def test_capturing_on_commit_callbacks_runs_jobs_in_wrapped_tests(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        add.enqueue(4, 5)
+        assert qless_jobs.CALLS == []
+    assert qless_jobs.CALLS == [("add", (4, 5))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import redis
 from django.db import transaction
 
 from django_qless.core import Client, JobDataError
@@ -94,3 +95,13 @@ def test_bad_arguments_fail_at_the_call_not_at_commit(qless: Client, keyspace: A
         jid = echo.enqueue([1, 2])
     assert qless.get_job(jid) is not None
     assert len(keyspace()) > 0
+
+
+def test_redis_failure_at_commit_is_raised_after_the_commit(
+    settings: Any, qless_url: str
+) -> None:
+    settings.QLESS = {"URL": "redis://127.0.0.1:1/0"}
+    with pytest.raises(redis.ConnectionError), transaction.atomic():
+        Note.objects.create(text="committed anyway")
+        add.enqueue(1, 2)
+    assert Note.objects.filter(text="committed anyway").exists()
