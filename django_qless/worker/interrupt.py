@@ -53,7 +53,7 @@ class Interrupter:
 
     def __init__(self, use_signals: bool) -> None:
         self.thread_id = threading.get_ident()
-        self.use_signals = use_signals and threading.current_thread() is threading.main_thread()
+        self.use_signals = use_signals
         self.armed = False
         self.pending: type[JobInterrupted] | None = None
         self._lock = threading.Lock()
@@ -64,7 +64,8 @@ class Interrupter:
 
     def install(self) -> None:
         """Take over SIGALRM (main-thread mode only; without it, asynchronous exceptions)."""
-        if self.use_signals and not self._installed:
+        in_main = threading.current_thread() is threading.main_thread()
+        if self.use_signals and in_main and not self._installed:
             self._previous = signal.signal(signal.SIGALRM, self._on_alarm)
             self._installed = True
 

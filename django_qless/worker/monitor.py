@@ -62,6 +62,7 @@ class Monitor(threading.Thread):
         self._pubsub: redis.client.PubSub | None = None
         self._subscribed = threading.Event()
         self._announced = False
+        self.channel = f"ql:w:{client.worker_name}"
 
     # Called from the job thread.
 
@@ -91,6 +92,11 @@ class Monitor(threading.Thread):
         """Stop the thread and close its connection."""
         self._halt.set()
         if self.is_alive() and threading.current_thread() is not self:
+            try:
+                # Wake the blocking read now instead of at the end of its tick.
+                self.client.redis.publish(self.channel, "halt")
+            except redis.RedisError:
+                pass
             self.join(timeout)
         self._close()
 
@@ -141,7 +147,7 @@ class Monitor(threading.Thread):
         """Subscribe to `ql:w:<worker>` and wait for the confirmation."""
         pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         self._pubsub = pubsub
-        pubsub.subscribe(f"ql:w:{self.client.worker_name}")
+        pubsub.subscribe(self.channel)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             message = pubsub.get_message(timeout=0.1)

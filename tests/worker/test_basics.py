@@ -1,0 +1,107 @@
+"""The worker in-process: jobs run and complete, burst, max-jobs, queue order, names."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from django_qless.core import Client
+from django_qless.worker import Worker, WorkerOptions
+from django_qless.worker.order import QueueOrder
+
+from .conftest import SignalLog, job_state
+
+Ledger = Callable[[], list[dict[str, Any]]]
+
+
+def test_burst_runs_every_job_then_exits(qless: Client, put: Callable[..., str],
+                                         run_worker: Callable[..., Worker], ledger: Ledger,
+                                         redis_client: redis.Redis) -> None:
+    jids = [put("worker.mark", str(n)) for n in range(3)]
+    worker = run_worker("q")
+    assert [job_state(qless, jid) for jid in jids] == ["complete"] * 3
+    assert [entry["tag"] for entry in ledger()] == ["0", "1", "2"]
+    assert {entry["worker"] for entry in ledger()} == {worker.name}
+    assert worker.jobs_run == 3
+    assert worker.stop.reason == "queues empty (burst)"
+    # Deregistered at exit (a pop had registered it).
+    assert redis_client.zscore("ql:workers", worker.name) is None
+
+
+def test_burst_on_empty_queues_exits_at_once(run_worker: Callable[..., Worker]) -> None:
+    started = time.monotonic()
+    worker = run_worker("q", "other")
+    assert time.monotonic() - started < 1.0
+    assert worker.jobs_run == 0
+
+
+def test_lifecycle_signals(put: Callable[..., str], run_worker: Callable[..., Worker],
+                           sent: SignalLog) -> None:
+    jid = put("worker.noop")
+    worker = run_worker("q")
+    assert sent.names() == ["worker_started", "job_started", "job_completed", "worker_stopped"]
+    completed = sent.of("job_completed")[0]
+    assert completed["jid"] == jid and completed["queue"] == "q"
+    assert completed["klass"] == "worker.noop" and completed["worker"] == worker.name
+    assert completed["duration"] >= 0
+    assert completed["sender"].name == "worker.noop"
+    assert sent.of("worker_started")[0]["sender"] is worker
+
+
+def test_max_jobs_stops_a_non_burst_worker(qless: Client, put: Callable[..., str],
+                                           run_worker: Callable[..., Worker]) -> None:
+    jids = [put("worker.noop") for _ in range(5)]
+    worker = run_worker("q", burst=False, max_jobs=2)
+    states = [job_state(qless, jid) for jid in jids]
+    assert states == ["complete", "complete", "waiting", "waiting", "waiting"]
+    assert worker.stop.reason == "max jobs (2) reached"
+
+
+def test_ordered_strategy_drains_queues_in_order(put: Callable[..., str],
+                                                 run_worker: Callable[..., Worker],
+                                                 ledger: Ledger) -> None:
+    for queue in ("a", "b"):
+        for n in range(2):
+            put("worker.mark", f"{queue}{n}", queue=queue)
+    run_worker("b", "a", strategy="ordered")
+    assert [entry["tag"] for entry in ledger()] == ["b0", "b1", "a0", "a1"]
+
+
+def test_round_robin_strategy_alternates(put: Callable[..., str],
+                                         run_worker: Callable[..., Worker],
+                                         ledger: Ledger) -> None:
+    for queue in ("a", "b", "c"):
+        for n in range(2):
+            put("worker.mark", f"{queue}{n}", queue=queue)
+    run_worker("a", "b", "c", strategy="round-robin")
+    assert [entry["tag"] for entry in ledger()] == ["a0", "b0", "c0", "a1", "b1", "c1"]
+
+
+def test_round_robin_skips_empty_queues() -> None:
+    order = QueueOrder(["a", "b", "c"], "round-robin")
+    assert order.round() == ("a", "b", "c")
+    order.served("c")
+    assert order.round() == ("a", "b", "c")
+    order.served("a")
+    assert order.round() == ("b", "c", "a")
+
+
+def test_shuffle_strategy_tries_every_queue_in_varying_order() -> None:
+    order = QueueOrder(["a", "b", "c"], "shuffle", rng=random.Random(7))  # noqa: S311
+    rounds = [tuple(order.round()) for _ in range(60)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    assert len(set(rounds)) == 6  # every permutation shows up
+
+
+def test_worker_names_are_unique_per_worker(qless: Client) -> None:
+    options = WorkerOptions(queues=("q",), handle_signals=False)
+    names = {Worker(options, client=qless).name for _ in range(3)}
+    assert len(names) == 3
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+-\d+-[0-9a-f]{8}", name)
+    assert Worker(options.replace(name="fixed"), client=qless).name == "fixed"
