@@ -170,6 +170,8 @@ def read_connections(reader: Reader, raw: Mapping[str, Any]) -> dict[str, Connec
             reader.error("E003", path, f"must be a dict, got {type(entry).__name__}")
         else:
             reader.unknown_keys(entry, CONNECTION_KEYS, path)
+            if "URL" not in entry:
+                reader.error("E004", f"{path}['URL']", "is required for a named connection")
             connections[alias] = read_connection(reader, alias, entry, path)
     check_routing(reader, connections)
     return connections
