@@ -13,6 +13,7 @@ from .records import Failure, HistoryEntry, as_list, as_number
 
 if TYPE_CHECKING:
     from .client import Client
+    from .queue import Queue
 
 
 class Job:
@@ -50,6 +51,11 @@ class Job:
     def data(self) -> dict[str, Any]:
         """The job data as a dict; raises `JobDataError` if what is stored is not a JSON object."""
         return check.decode_object(self.raw_data)
+
+    @property
+    def queue(self) -> Queue:
+        """The job's queue (raises `InvalidArgumentError` for a completed job, which has none)."""
+        return self.client.queue(self.queue_name)
 
     @property
     def ttl(self) -> float:

@@ -74,6 +74,15 @@ def test_get_jobs_batches_and_skips_unknown(
     assert client.get_jobs([]) == []
 
 
+def test_queries_on_an_empty_database(client: Client) -> None:
+    assert client.queues() == []
+    assert client.failed() == {}
+    assert (client.tracked().jobs, client.tracked().expired) == ((), ())
+    assert client.completed() == []
+    assert client.top_tags() == []
+    assert client.workers.counts() == []
+
+
 def test_queues_lists_counts_in_first_seen_order(client: Client, clock: FakeClock) -> None:
     client.queue("b").put("k", {})
     clock.advance(1)

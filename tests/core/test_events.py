@@ -7,6 +7,7 @@ import time
 import pytest
 
 from django_qless.core import Client, Event, EventListener
+from tests.redis_harness import RedisServer
 
 from .conftest import FakeClock
 
@@ -68,6 +69,16 @@ def test_canceled_reaches_the_workers_channel(client: Client, listener: EventLis
     assert [(e.jid, e.kind) for e in mine] == [("j", "canceled")]
 
 
+def test_move_by_another_client_tells_the_worker(
+    client: Client, other: Client, listener: EventListener
+) -> None:
+    client.queue("q").put("k", {}, jid="j")
+    client.queue("q").pop()
+    other.get_job("j").move("elsewhere")  # type: ignore[union-attr]
+    mine = [e for e in listener.listen(timeout=0.3) if e.channel == "ql:w:worker-1"]
+    assert [(e.jid, e.kind) for e in mine] == [("j", "lock_lost")]
+
+
 def test_tracked_job_events_on_plain_channels(
     client: Client, listener: EventListener, clock: FakeClock
 ) -> None:
@@ -107,3 +118,31 @@ def test_close_is_idempotent(client: Client) -> None:
     listener = client.events()
     listener.close()
     listener.close()
+
+
+def test_listener_survives_a_redis_restart(clock: FakeClock) -> None:
+    server = RedisServer().start()
+    connection = server.client(decode_responses=True)
+    client = Client(connection, clock=clock, worker_name="w")
+    listener = client.events()
+    listener.reconnect_delay = 0.05
+    port = server.port
+    restarted = None
+    try:
+        server.stop()
+        assert listener.get(timeout=0.3) is None  # no exception while Redis is down
+        assert listener.reconnects >= 1
+        restarted = RedisServer(port=port).start()
+        deadline = time.monotonic() + 10
+        seen = None
+        n = 0
+        while seen is None and time.monotonic() < deadline:
+            n += 1
+            client.queue("q").put("k", {}, jid=f"j{n}")
+            seen = listener.get(timeout=0.2)
+        assert seen is not None and seen.kind == "put"
+    finally:
+        listener.close()
+        connection.close()
+        if restarted is not None:
+            restarted.stop()

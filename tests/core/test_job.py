@@ -40,6 +40,7 @@ def test_fields_from_a_fresh_job(client: Client) -> None:
     assert (job.spawned_from_jid, job.dependents, job.dependencies) == (None, (), ())
     assert job.history == (HistoryEntry(when=int(T0), what="put", extra={"q": "q"}),)
     assert job.history[0].queue == "q"
+    assert job.queue.name == "q"
 
 
 def test_data_that_is_not_a_json_object_raises_only_when_read(
