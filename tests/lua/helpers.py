@@ -51,6 +51,8 @@ def expect_error(lua: Any, pattern: str, command: str, now: Any, *args: Any) -> 
         lua(command, now, *args)
     message = error_message(info.value)
     assert re.fullmatch(pattern, message, re.DOTALL), f"{message!r} !~ {pattern!r}"
+    # Ruby's client extracts the text after `user_script:<line>:`: errors keep position info.
+    assert re.search(r"user_script:\d+:\s*" + re.escape(message[:30]), str(info.value))
     return message
 
 

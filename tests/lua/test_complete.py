@@ -191,3 +191,14 @@ def test_expiry_keeps_the_tracked_entry(lua, redis_client):
     _complete_one(lua, "newer", T0 + 1)
     assert not redis_client.exists("ql:j:old")
     assert redis_client.zscore("ql:tracked", "old") == T0
+
+
+@pytest.mark.parametrize(("extra", "state"), [((), "complete"), (("next", "q2"), "waiting")])
+def test_complete_and_advance_reset_remaining(lua, redis_client, extra, state):
+    put(lua, T0, "j1", retries=3)
+    pop(lua, T0, "q", "w1")
+    lua("retry", T0, "j1", "q", "w1")
+    pop(lua, T0, "q", "w1")
+    assert redis_client.hget("ql:j:j1", "remaining") == "2"
+    lua("complete", T0 + 1, "j1", "w1", "q", "{}", *extra)
+    assert redis_client.hmget("ql:j:j1", "state", "remaining") == [state, "3"]

@@ -80,7 +80,9 @@ def test_depends_on_adds_and_off_removes(lua, redis_client):
     put(lua, T0, "a", "other")
     put(lua, T0, "b", "other")
     put(lua, T0, "child", depends=["a"])
-    assert lua("depends", T0, "child", "on", "b") == 1
+    reply = lua("depends", T0, "child", "on", "b")
+    assert reply == 1
+    assert isinstance(reply, int)
     assert redis_client.smembers("ql:j:child-dependencies") == {"a", "b"}
     assert redis_client.smembers("ql:j:b-dependents") == {"child"}
     assert lua("depends", T0, "child", "off", "a") == 1
@@ -154,3 +156,31 @@ def test_depends_jobs_listing(lua):
     put(lua, T0, "child", depends=["a"])
     assert lua("jobs", T0, "depends", "q") == ["child"]
     assert lua.json("queues", T0, "q")["depends"] == 1
+
+
+# Dependency cycles would wait forever in qless-core; the protocol asks to do better and the
+# reliability plan (A7) asks for them to be refused, writing nothing.
+def test_self_dependency_is_refused(lua, keyspace):
+    before = keyspace()
+    expect_error(lua, r"Put\(\): .*itself.*", "put", T0, "c", "q", "a", "K", "{}", 0,
+                 "depends", '["a"]')
+    assert keyspace() == before
+
+
+def test_cycle_through_put_is_refused(lua, redis_client, keyspace):
+    put(lua, T0, "a")
+    put(lua, T0, "b", depends=["a"])
+    before = keyspace()
+    expect_error(lua, r"Put\(\): .*cycle.*", "put", T0 + 1, "c", "q", "a", "K", "{}", 0,
+                 "depends", '["b"]')
+    assert keyspace() == before
+
+
+def test_cycle_through_depends_on_is_refused(lua, keyspace):
+    put(lua, T0, "x", "other")
+    put(lua, T0, "y", depends=["x"])
+    put(lua, T0, "z", depends=["y"])
+    before = keyspace()
+    expect_error(lua, r"Depends\(\): .*cycle.*", "depends", T0, "y", "on", "z")
+    expect_error(lua, r"Depends\(\): .*itself.*", "depends", T0, "y", "on", "y")
+    assert keyspace() == before

@@ -52,6 +52,8 @@ def test_failed_job_object(lua, running):
     lua("fail", T0, "j1", "w1", "boom", "msg")
     job = get(lua, "j1")
     assert job["state"] == "failed"
+    assert job["expires"] == 0  # the hash holds "", the object a number
+    assert job["worker"] == ""
     assert job["failure"] == {"group": "boom", "message": "msg", "when": T0, "worker": "w1"}
 
 
@@ -225,3 +227,10 @@ def test_reput_of_failed_job_clears_failure_list_and_stat(lua, redis_client, run
     assert not redis_client.sismember("ql:failures", "g")
     assert stats(redis_client)["failed"] == 0
     assert stats(redis_client, day=DAY + 86400)["failed"] == 0
+
+
+def test_retry_clears_the_grace_flag(lua, redis_client, running):
+    pop(lua, T0 + 61, "q", "w2")
+    assert redis_client.hget("ql:j:j1", "grace") == "1"
+    assert lua("retry", T0 + 62, "j1", "q", "w1") == 1
+    assert not redis_client.hget("ql:j:j1", "grace")

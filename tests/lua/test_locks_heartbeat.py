@@ -143,3 +143,9 @@ def test_stalled_jobs_are_listed_and_counted(lua, running):
     assert lua("jobs", EXPIRY + 1, "running", "q") == ["j2"]
     counts = lua.json("queues", EXPIRY + 1, "q")
     assert (counts["running"], counts["stalled"]) == (1, 1)
+
+
+def test_pop_hands_out_expired_locks_before_waiting_work(lua, running):
+    assert pop(lua, EXPIRY + 1, "q", "w2") == []
+    put(lua, EXPIRY + 2, "urgent", priority=100)
+    assert jids(pop(lua, GRACE_END, "q", "w2", 2)) == ["j1", "urgent"]

@@ -100,3 +100,17 @@ def test_timeout_puts_job_at_front_of_queue(lua):
     put(lua, T0, "c", priority=50)
     assert lua("timeout", T0 + 1, "b") is None
     assert jids(pop(lua, T0 + 2, "q", "w2", 3)) == ["b", "c", "a"]
+
+
+def test_released_scheduled_jobs_are_scored_with_release_time(lua, redis_client):
+    put(lua, T0, "j1", delay=10, priority=2)
+    peek(lua, T0 + 20)
+    score = redis_client.zscore("ql:q:q-work", "j1")
+    assert score == pytest.approx(2 - (T0 + 20) / 1e10, abs=1e-12)
+
+
+def test_scheduled_release_is_bounded_by_the_count(lua, redis_client):
+    for index in range(3):
+        put(lua, T0 + index, f"s{index}", delay=10)
+    assert jids(pop(lua, T0 + 20, "q", "w1", 1)) == ["s0"]
+    assert redis_client.zrange("ql:q:q-scheduled", 0, -1) == ["s1", "s2"]
