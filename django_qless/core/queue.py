@@ -158,6 +158,16 @@ class Queue:
         )
         return [str(jid) for jid in as_list(reply)]
 
+    def waiting(self, offset: int = 0, count: int = 25) -> list[str]:
+        """Waiting jids in pop order, paginated (read straight from the work set)."""
+        # The script has no paginated view of the work set (peek has no offset), and this
+        # read-only ZREVRANGE has none of peek's side effects, so it is safe for listings.
+        start = check.offset(offset)
+        found = self.client.redis.zrevrange(
+            f"ql:q:{self.name}-work", start, start + check.count(count) - 1
+        )
+        return [j.decode("utf-8") if isinstance(j, bytes) else str(j) for j in found]
+
     def stats(self, date: float | None = None) -> Stats:
         """Wait/run statistics for the day containing `date` (default: now)."""
         when = self.client.now() if date is None else check.number(date, "date", minimum=0)

@@ -165,7 +165,7 @@ class WorkerJobs:
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a longer list: the total size, the jids on this page and their jobs."""
+    """One page of a list: total size, the page's jids, and their jobs (minus any just deleted)."""
 
     total: int
     jids: tuple[str, ...]

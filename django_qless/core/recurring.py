@@ -19,6 +19,10 @@ class RecurringJob:
 
     def __init__(self, client: Client, obj: Mapping[str, Any]) -> None:
         self.client = client
+        self._load(obj)
+
+    def _load(self, obj: Mapping[str, Any]) -> None:
+        """Set the fields from a `recur.get` object."""
         self.jid: str = str(obj["jid"])
         self.klass: str = str(obj.get("klass", ""))
         self.queue_name: str = str(obj.get("queue", ""))
@@ -30,6 +34,7 @@ class RecurringJob:
         raw = obj.get("data")
         self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)
         self.tags: tuple[str, ...] = tuple(str(t) for t in as_list(obj.get("tags")))
+        self.__dict__.pop("data", None)  # drop the cached decoded data
 
     def __repr__(self) -> str:
         return f"<RecurringJob {self.jid} {self.klass} every {self.interval}s in {self.queue_name}>"
@@ -88,7 +93,6 @@ class RecurringJob:
 
     def _reload(self) -> None:
         """Refresh the fields after an update."""
-        fresh = self.client.recurring(self.jid)
-        if fresh is not None:
-            self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k != "data"})
-            self.__dict__.pop("data", None)
+        reply = self.client.call("recur.get", self.jid)
+        if reply is not None:
+            self._load(json.loads(reply))

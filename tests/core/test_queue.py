@@ -145,6 +145,19 @@ def test_jobs_by_state(client: Client) -> None:
         queue.jobs("waiting")
 
 
+def test_waiting_pages_in_pop_order(client: Client, clock: FakeClock) -> None:
+    queue = client.queue("q")
+    for n in range(5):
+        queue.put("k", {}, jid=f"j{n}", priority=10 if n == 3 else 0)
+        clock.advance(1)
+    assert queue.waiting() == ["j3", "j0", "j1", "j2", "j4"]
+    assert queue.waiting(1, 2) == ["j0", "j1"]
+    assert queue.waiting(10, 5) == []
+    assert queue.waiting() == [job.jid for job in queue.peek(5)]
+    with pytest.raises(InvalidArgumentError):
+        queue.waiting(-1)
+
+
 def test_stats_count_waits_and_runs(client: Client, clock: FakeClock) -> None:
     queue = client.queue("q")
     queue.put("k", {}, jid="a")

@@ -55,6 +55,7 @@ def test_update_fields(client: Client, clock: FakeClock) -> None:
     client.queue("q").recur("k", {"v": 1}, 60, jid="r")
     recurring = client.recurring("r")
     assert recurring is not None
+    assert recurring.data == {"v": 1}
     recurring.update(
         priority=7, interval=120, retries=1, data={"v": 2}, klass="k2", queue="q2", backlog=4
     )
