@@ -1,7 +1,5 @@
--- complete.lua: completing a job (finally, or advancing it to another queue)
--- and the bounded expiry of old completed jobs.
-
-local COMPLETE_OPTIONS = { ['next'] = true, ['delay'] = true, ['depends'] = true }
+-- complete.lua: completing a job (finally, or advancing it to another queue),
+-- releasing its dependents, and the bounded expiry of old completed jobs.
 
 -- Parses complete's arguments after jid; raises before anything is written.
 local function parse_complete(args)
@@ -13,7 +11,7 @@ local function parse_complete(args)
   if args[4] == nil or not decode(args[4]) then
     error('Complete(): Arg "data" missing or not JSON: ' .. tostring(args[4]))
   end
-  local options = parse_options(args, 5, COMPLETE_OPTIONS, 'Complete(): Unrecognized option ')
+  local options = parse_options(args, 5, ' next delay depends ', 'Complete(): Unrecognized option ')
   parsed.next = options['next']
   parsed.delay = need_number(options['delay'] or 0, 'Complete(): Arg "delay" not a number: ')
   parsed.depends = json_list(options['depends'] or '[]', 'Complete(): Arg "depends" not JSON: ')
@@ -53,11 +51,47 @@ function QlessJob.expire_completed(now, max_age, max_count)
   end
 end
 
+-- Moves a job whose last dependency went away from `depends` to its queue's
+-- work set (state waiting) or, when it carries a `scheduled` time, to the
+-- scheduled set (`honour_schedule`, as complete does; depends-off does not).
+function QlessJob.undepend(now, jid, honour_schedule)
+  local current = rcall('hmget', 'ql:j:' .. jid, 'queue', 'priority', 'scheduled')
+  local queue, priority, scheduled = current[1], current[2], current[3]
+  if not queue then
+    return
+  end
+  rcall('zrem', 'ql:q:' .. queue .. '-depends', jid)
+  if honour_schedule and scheduled then
+    rcall('zadd', 'ql:q:' .. queue .. '-scheduled', scheduled, jid)
+    rcall('hset', 'ql:j:' .. jid, 'state', 'scheduled')
+    rcall('hdel', 'ql:j:' .. jid, 'scheduled')
+  else
+    rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(priority) or 0) - now / 1e10, jid)
+    rcall('hset', 'ql:j:' .. jid, 'state', 'waiting')
+  end
+end
+
+-- After `jid` completed: each dependent forgets it, and runs when it was the last.
+local function release_dependents(now, jid)
+  local key = 'ql:j:' .. jid .. '-dependents'
+  local dependents = rcall('smembers', key)
+  for _, dependent in ipairs(dependents) do
+    local deps_key = 'ql:j:' .. dependent .. '-dependencies'
+    rcall('srem', deps_key, jid)
+    if rcall('scard', deps_key) == 0 then
+      QlessJob.undepend(now, dependent, true)
+    end
+  end
+  if #dependents > 0 then
+    rcall('del', key)
+  end
+end
+
 -- The rest of complete with `next`: the job waits in the next queue.
 local function advance(now, jid, p, current)
   local nextq, live = p.next, p.live
   Qless.publish('log', encode({ jid = jid, event = 'advanced', queue = p.queue, to = nextq }))
-  QlessJob.add_history(jid, now, 'put', { q = nextq }, p.cap)
+  add_history(jid, now, 'put', { q = nextq }, p.cap)
   rcall('zadd', 'ql:queues', 'NX', now, nextq)
   local fields = { 'state', 'waiting', 'worker', '', 'failure', '{}', 'queue', nextq,
     'expires', 0, 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now) }
@@ -89,12 +123,25 @@ local function finish(now, jid, p, current)
     'expires', 0, 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now))
   rcall('zadd', 'ql:completed', now, jid)
   QlessJob.expire_completed(now, p.max_age, p.max_count)
-  QlessJob.release_dependents(now, jid)
+  release_dependents(now, jid)
   return 'complete'
 end
 
--- complete(jid, worker, queue, data, [next q] [delay s] [depends JSON]).
-function QlessJob.complete(now, args)
+--[[ complete(jid, worker, queue, data, [next q] [delay s] [depends JSON]) -> state word
+  Without next: 'complete' (state complete, queue "", ql:completed, dependents
+  released, old completed jobs expired). With next: 'waiting', 'scheduled' (delay > 0
+  and no depends; the hash state stays waiting) or 'depends'.
+  Errors: Complete(): Arg "jid"/"worker"/"queue" missing |
+          Arg "data" missing or not JSON: <v> | Arg "delay" not a number: <v> |
+          Arg "depends" not JSON: <v> | "delay" cannot be used without a "next". |
+          "depends" cannot be used without a "next". | Unrecognized option "<x>" |
+          Odd number of additional args: <args> | Job <jid> does not exist |
+          is not currently running: <state> | has been handed out to another worker: <w> |
+          running in another queue: <q> | cannot depend on itself | would create a dependency cycle
+  Publishes ql:log completed {jid, event, queue} or advanced {jid, event, queue, to};
+  ql:completed if tracked.
+]]
+QlessAPI['complete'] = function(now, args)
   local jid = need(args[1], 'Complete(): Arg "jid" missing')
   local p = parse_complete(args)
   local current = rcall('hmget', 'ql:j:' .. jid, 'worker', 'state', 'priority', 'retries', 'queue', 'time', 'history')
@@ -108,14 +155,19 @@ function QlessJob.complete(now, args)
   elseif p.queue ~= current[5] then
     error('Complete(): Job ' .. jid .. ' running in another queue: ' .. tostring(current[5]))
   end
-  if p.next then
+  p.live = {}
+  if p.next and #p.depends > 0 then
     -- Checked here, before the first write: a cycle refuses the whole call.
     p.live = QlessJob.live_dependencies(jid, p.depends, 'Complete(): ')
   end
-  local config = Qless.config.numbers({ { 'max-job-history', 100 }, { 'jobs-history', 604800 }, { 'jobs-history-count', 50000 } })
-  p.cap, p.max_age, p.max_count = config[1], config[2], config[3]
-  QlessJob.migrate_history(jid, current[7])
-  QlessJob.add_history(jid, now, 'done', nil, p.cap)
+  local config = rcall('hmget', 'ql:config', 'max-job-history', 'jobs-history', 'jobs-history-count')
+  p.cap = finite(config[1]) or 100
+  p.max_age = finite(config[2]) or 604800
+  p.max_count = finite(config[3]) or 50000
+  if current[7] then
+    QlessJob.migrate_history(jid, current[7])
+  end
+  add_history(jid, now, 'done', nil, p.cap)
   rcall('zrem', 'ql:q:' .. p.queue .. '-locks', jid)
   QlessQueue.stat(p.queue, now, 'run', now - (tonumber(current[6]) or now))
   rcall('zrem', 'ql:w:' .. p.worker .. ':jobs', jid)

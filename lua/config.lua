@@ -1,4 +1,5 @@
--- config.lua: the `ql:config` hash and its defaults.
+-- config.lua: the config.get / config.set / config.unset commands.
+-- (Numeric options are read by the other modules with config_numbers.)
 
 Qless.config = {}
 
@@ -34,9 +35,9 @@ end
 
 -- config.get(key): the stored string, else the default, else nil.
 -- config.get(): every default overlaid with every override.
-function Qless.config.get(key, default)
+function Qless.config.get(key)
   if key then
-    return rcall('hget', 'ql:config', key) or Qless.config.defaults[key] or default
+    return rcall('hget', 'ql:config', key) or Qless.config.defaults[key]
   end
   local all = {}
   for name, value in pairs(Qless.config.defaults) do
@@ -49,21 +50,7 @@ function Qless.config.get(key, default)
   return all
 end
 
--- Reads several numeric options with one HMGET. `wanted` is a list of
--- {option, fallback}; an unset or non-numeric value yields the fallback.
-function Qless.config.numbers(wanted)
-  local names = {}
-  for i, item in ipairs(wanted) do
-    names[i] = item[1]
-  end
-  local values = rcall('hmget', 'ql:config', unpack(names))
-  local result = {}
-  for i, item in ipairs(wanted) do
-    result[i] = finite(values[i]) or item[2]
-  end
-  return result
-end
-
+-- config.set(option, value): numeric options refuse anything but a number.
 function Qless.config.set(option, value)
   need(option, 'config.set(): Arg "option" missing')
   need(value, 'config.set(): Arg "value" missing')
@@ -78,4 +65,31 @@ function Qless.config.unset(option)
   need(option, 'config.unset(): Arg "option" missing')
   Qless.publish('log', encode({ event = 'config_unset', option = option }))
   rcall('hdel', 'ql:config', option)
+end
+
+--[[ config.get([key])
+  key given: the raw value (stored string, or default: numbers reply as integers), or nil.
+  no key: JSON object of every default overlaid with the stored overrides (strings).
+]]
+QlessAPI['config.get'] = function(_, a)
+  if a[1] then
+    return Qless.config.get(a[1])
+  end
+  return encode(Qless.config.get())
+end
+
+--[[ config.set(key, value) -> nil
+  Errors: config.set(): Arg "option" missing | Arg "value" missing |
+          Arg "value" must be a number for "<key>": <value>
+  Publishes ql:log {event:"config_set", option, value}. Writes ql:config.
+]]
+QlessAPI['config.set'] = function(_, a)
+  Qless.config.set(a[1], a[2])
+end
+
+--[[ config.unset(key) -> nil
+  Publishes ql:log {event:"config_unset", option}. Writes ql:config.
+]]
+QlessAPI['config.unset'] = function(_, a)
+  Qless.config.unset(a[1])
 end

@@ -1,5 +1,5 @@
 -- failure.lua: fail, retry, unfail, failed, and the failure bookkeeping that
--- lock-expiry exhaustion shares with them.
+-- lock-expiry exhaustion and re-put share with them.
 
 local function exhausted_message(queue)
   return 'Job exhausted retries in queue "' .. queue .. '"'
@@ -19,24 +19,47 @@ function QlessJob.file_failure(now, jid, queue, failure)
 end
 
 -- A running job whose lock expired and has no retries left (called by pop).
-function QlessJob.exhaust(now, jid, queue, legacy, cap)
+function QlessJob.exhaust(now, jid, queue, cap)
   local group = 'failed-retries-' .. queue
   local prefix = 'ql:q:' .. queue
   rcall('zrem', prefix .. '-work', jid)
   rcall('zrem', prefix .. '-locks', jid)
   rcall('zrem', prefix .. '-scheduled', jid)
-  QlessJob.migrate_history(jid, legacy)
-  QlessJob.add_history(jid, now, 'failed', { group = group }, cap)
+  add_history(jid, now, 'failed', { group = group }, cap)
   local message = exhausted_message(queue)
   QlessJob.file_failure(now, jid, queue, { group = group, message = message, when = now, worker = '' })
   return group, message
 end
 
 local function history_cap()
-  return Qless.config.numbers({ { 'max-job-history', 100 } })[1]
+  return config_number('max-job-history', 100)
 end
 
--- fail(jid, worker, group, message, [data]): a running job owned by worker fails.
+-- Removes a failed job from its failure group and its day's `failed` counter.
+function QlessJob.unfail_record(jid, queue, failure)
+  failure = decode(failure or '{}')
+  local group = failure.group
+  if not group then
+    return
+  end
+  local key = 'ql:f:' .. group
+  rcall('lrem', key, 0, jid)
+  if rcall('llen', key) == 0 then
+    rcall('srem', 'ql:failures', group)
+  end
+  if failure.when then
+    QlessQueue.count_stat(queue, failure.when, 'failed', -1)
+  end
+end
+
+--[[ fail(jid, worker, group, message, [data]) -> jid
+  A running job owned by worker fails: state failed, worker "", expires "", failure
+  {group, message, when, worker}, LPUSH ql:f:<group>, stats failures+1 failed+1.
+  Errors: Fail(): Arg "jid"/"worker"/"group"/"message" missing |
+          Job <jid>does not exist | Job <jid>not currently running: <state> (sic) |
+          Job <jid> running with another worker: <worker>; cjson's text for bad data.
+  Publishes ql:log {jid, event:"failed", worker, group, message}; ql:failed if tracked.
+]]
 function QlessJob.fail(now, jid, worker, group, message, raw)
   need(jid, 'Fail(): Arg "jid" missing')
   need(worker, 'Fail(): Arg "worker" missing')
@@ -54,8 +77,10 @@ function QlessJob.fail(now, jid, worker, group, message, raw)
   end
   Qless.publish('log', encode({ jid = jid, event = 'failed', worker = worker, group = group, message = message }))
   rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
-  QlessJob.migrate_history(jid, current[4])
-  QlessJob.add_history(jid, now, 'failed', { worker = worker, group = group }, history_cap())
+  if current[4] then
+    QlessJob.migrate_history(jid, current[4])
+  end
+  add_history(jid, now, 'failed', { worker = worker, group = group }, history_cap())
   local prefix = 'ql:q:' .. queue
   rcall('zrem', prefix .. '-work', jid)
   rcall('zrem', prefix .. '-locks', jid)
@@ -73,8 +98,10 @@ local function retry_exhausted(now, jid, args, current)
   local queue, worker, group, message = args.queue, args.worker, args.group, args.message
   local oldqueue = current[1]
   group = group or ('failed-retries-' .. queue)
-  QlessJob.migrate_history(jid, current[7])
-  QlessJob.add_history(jid, now, 'failed', { group = group }, history_cap())
+  if current[7] then
+    QlessJob.migrate_history(jid, current[7])
+  end
+  add_history(jid, now, 'failed', { group = group }, history_cap())
   local failure
   if message ~= nil then
     failure = { group = group, message = message, when = floor(now), worker = worker }
@@ -84,8 +111,15 @@ local function retry_exhausted(now, jid, args, current)
   QlessJob.file_failure(now, jid, oldqueue, failure)
 end
 
--- retry(jid, queue, worker, [delay], [group, message]): gives a running job
--- back to `queue`; returns the retries left (negative: it failed instead).
+--[[ retry(jid, queue, worker, [delay=0], [group, message]) -> retries left
+  Gives a running job owned by worker back to `queue` (scheduled when delay > 0);
+  with no retry left it fails instead (group given or failed-retries-<queue>) and the
+  reply is negative. A given group+message is stored as `failure` while it waits.
+  Errors: Retry(): Arg "jid"/"queue"/"worker" missing | Arg "delay" not a number: <v> |
+          Job <jid> does not exist | is not currently running: <state> |
+          has been given to another worker: <worker>
+  Publishes ql:failed (tracked) on exhaustion; no ql:log event.
+]]
 function QlessJob.retry(now, jid, args)
   need(jid, 'Retry(): Arg "jid" missing')
   local queue = need(args.queue, 'Retry(): Arg "queue" missing')
@@ -122,8 +156,10 @@ function QlessJob.retry(now, jid, args)
   return floor(remaining)
 end
 
--- unfail(queue, group, [count]): moves the oldest `count` failed jobs of the
--- group into `queue`; returns how many jids left the group.
+--[[ unfail(queue, group, [count=25]) -> number of jids taken from the group
+  Puts the `count` oldest failed jobs of the group into `queue` (waiting, history put).
+  Errors: Unfail(): Arg "queue" missing | Arg "group" missing | Arg "count" not a number: <v>
+]]
 function QlessQueue.unfail(now, queue, group, count)
   need(queue, 'Unfail(): Arg "queue" missing')
   need(group, 'Unfail(): Arg "group" missing')
@@ -137,8 +173,10 @@ function QlessQueue.unfail(now, queue, group, count)
   for _, jid in ipairs(jids) do
     local current = rcall('hmget', 'ql:j:' .. jid, 'jid', 'retries', 'priority', 'history')
     if current[1] then
-      QlessJob.migrate_history(jid, current[4])
-      QlessJob.add_history(jid, now, 'put', { q = queue }, cap)
+      if current[4] then
+        QlessJob.migrate_history(jid, current[4])
+      end
+      add_history(jid, now, 'put', { q = queue }, cap)
       rcall('hmset', 'ql:j:' .. jid, 'state', 'waiting', 'worker', '', 'expires', 0,
         'queue', queue, 'remaining', tonumber(current[2]) or 5)
       rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(current[3]) or 0) - now / 1e10, jid)
@@ -151,7 +189,9 @@ function QlessQueue.unfail(now, queue, group, count)
   return #jids
 end
 
--- failed(): {group: count}; failed(group, [start], [limit]): {total, jobs}.
+--[[ failed() -> JSON {group: count}; failed(group, [start=0], [limit=25]) -> JSON {total, jobs}
+  Errors: Failed(): Arg "start"/"limit" is not a number: <v>. Read-only.
+]]
 function Qless.failed(group, start, limit)
   start = floor(need_number(start or 0, 'Failed(): Arg "start" is not a number: '))
   limit = floor(need_number(limit or 25, 'Failed(): Arg "limit" is not a number: '))
@@ -166,4 +206,20 @@ function Qless.failed(group, start, limit)
     counts[name] = rcall('llen', 'ql:f:' .. name)
   end
   return counts
+end
+
+QlessAPI['fail'] = function(now, a)
+  return QlessJob.fail(now, a[1], a[2], a[3], a[4], a[5])
+end
+
+QlessAPI['retry'] = function(now, a)
+  return QlessJob.retry(now, a[1], { queue = a[2], worker = a[3], delay = a[4], group = a[5], message = a[6] })
+end
+
+QlessAPI['unfail'] = function(now, a)
+  return QlessQueue.unfail(now, a[1], a[2], a[3])
+end
+
+QlessAPI['failed'] = function(_, a)
+  return encode(Qless.failed(a[1], a[2], a[3]))
 end

@@ -1,78 +1,16 @@
--- job.lua: the job object (get/multiget/peek/pop replies) and the small
--- per-job commands: heartbeat, priority, timeout, log.
-
--- Hash fields read to build a job object, in this order.
-QlessJob.FIELDS = {
-  'jid', 'klass', 'state', 'queue', 'worker', 'priority', 'expires', 'retries',
-  'remaining', 'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time',
-}
-local F_JID, F_KLASS, F_STATE, F_QUEUE, F_WORKER, F_PRIORITY, F_EXPIRES = 1, 2, 3, 4, 5, 6, 7
-local F_RETRIES, F_REMAINING, F_DATA, F_TAGS, F_FAILURE, F_SPAWNED, F_HISTORY = 8, 9, 10, 11, 12, 13, 14
-
--- HMGET of FIELDS: everything a job object needs, the legacy history blob
--- and `time` (the put/pop time stats are measured from).
-function QlessJob.read(jid)
-  return rcall('hmget', 'ql:j:' .. jid, unpack(QlessJob.FIELDS))
-end
-
--- Builds the job object from values read by QlessJob.read (nil if absent).
-function QlessJob.object(jid, v)
-  if not v[F_JID] then
-    return nil
-  end
-  return {
-    jid = v[F_JID],
-    klass = v[F_KLASS],
-    state = v[F_STATE],
-    queue = v[F_QUEUE],
-    worker = v[F_WORKER] or '',
-    tracked = is_tracked(jid),
-    priority = tonumber(v[F_PRIORITY]),
-    expires = tonumber(v[F_EXPIRES]) or 0,
-    retries = tonumber(v[F_RETRIES]),
-    remaining = floor(tonumber(v[F_REMAINING]) or 0),
-    data = v[F_DATA],
-    tags = decode(v[F_TAGS] or '{}'),
-    history = QlessJob.read_history(jid, v[F_HISTORY]),
-    failure = decode(v[F_FAILURE] or '{}'),
-    spawned_from_jid = v[F_SPAWNED],
-    dependents = rcall('smembers', 'ql:j:' .. jid .. '-dependents'),
-    dependencies = rcall('smembers', 'ql:j:' .. jid .. '-dependencies'),
-  }
-end
-
--- get(jid): the job object, or nil.
-function QlessJob.data(jid)
-  return QlessJob.object(jid, QlessJob.read(jid))
-end
-
--- multiget(jid...): objects of the jids that exist.
-function QlessJob.multiget(jids)
-  local result = {}
-  for _, jid in ipairs(jids) do
-    local object = QlessJob.data(jid)
-    if object then
-      result[#result + 1] = object
-    end
-  end
-  return result
-end
+-- job.lua: the small per-job commands: get, multiget, heartbeat, priority,
+-- timeout, log.
 
 -- The lock length for jobs of a queue: `<queue>-heartbeat`, else `heartbeat`.
-function QlessJob.heartbeat_for(queue, extra)
-  local wanted = { { queue .. '-heartbeat', false }, { 'heartbeat', 60 } }
-  extend(wanted, extra or {})
-  local values = Qless.config.numbers(wanted)
-  return values[1] or values[2], values
+function QlessJob.heartbeat_for(queue)
+  local values = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat')
+  return finite(values[1]) or finite(values[2]) or 60
 end
 
--- heartbeat(jid, worker, [data]): renews the lock of a running job.
-function QlessJob.heartbeat(now, jid, worker, raw)
-  need(jid, 'Heartbeat(): Arg "jid" missing')
-  need(worker, 'Heatbeat(): Arg "worker" missing')
-  local data = raw and decode(raw)
+-- Checks a heartbeat; returns the job's queue.
+local function check_heartbeat(jid, worker)
   local current = rcall('hmget', 'ql:j:' .. jid, 'worker', 'state', 'queue')
-  local owner, state, queue = current[1], current[2], current[3]
+  local owner, state = current[1], current[2]
   if not owner then
     error('Heartbeat(): Job ' .. jid .. ' does not exist')
   elseif state ~= 'running' then
@@ -80,7 +18,23 @@ function QlessJob.heartbeat(now, jid, worker, raw)
   elseif owner ~= worker or owner == '' then
     error('Heartbeat(): Job ' .. jid .. ' given out to another worker: ' .. owner)
   end
-  local expires = now + QlessJob.heartbeat_for(queue or '')
+  return current[3]
+end
+
+--[[ heartbeat(jid, worker, [data]) -> new lock expiry (integer-truncated)
+  Renews the lock of a running job owned by worker; data (JSON) replaces the job data.
+  Errors: Heartbeat(): Arg "jid" missing; Heatbeat(): Arg "worker" missing (sic);
+          Heartbeat(): Job <jid> does not exist | not currently running: <state> |
+          given out to another worker: <worker>; cjson's text for bad data.
+  Writes ql:j:<jid> (expires, worker, data), ql:w:<worker>:jobs, ql:workers, ql:q:<queue>-locks.
+]]
+QlessAPI['heartbeat'] = function(now, a)
+  local jid = need(a[1], 'Heartbeat(): Arg "jid" missing')
+  local worker = need(a[2], 'Heatbeat(): Arg "worker" missing')
+  local raw = a[3]
+  local data = raw and decode(raw)
+  local queue = check_heartbeat(jid, worker)
+  local expires = now + QlessJob.heartbeat_for(queue)
   if raw then
     rcall('hmset', 'ql:j:' .. jid, 'expires', expires, 'worker', worker, 'data', encode(data))
   else
@@ -92,10 +46,31 @@ function QlessJob.heartbeat(now, jid, worker, raw)
   return expires
 end
 
--- priority(jid, priority): stores it and re-scores a waiting job.
-function QlessJob.priority(jid, value)
-  need(jid, 'Priority(): Arg "jid" missing')
-  local priority = need_number(value, 'Priority(): Arg "priority" missing or not a number: ')
+--[[ get(jid) -> job JSON (see README) or nil
+  Errors: Get(): Arg "jid" missing. Read-only.
+]]
+QlessAPI['get'] = function(_, a)
+  local object = QlessJob.data(need(a[1], 'Get(): Arg "jid" missing'))
+  return object and encode(object) or nil
+end
+
+--[[ multiget(jid...) -> JSON list of the jobs that exist (`{}` when none). Read-only. ]]
+QlessAPI['multiget'] = function(_, a)
+  local result = {}
+  for _, jid in ipairs(a) do
+    result[#result + 1] = QlessJob.data(jid)
+  end
+  return encode(result)
+end
+
+--[[ priority(jid, priority) -> priority (integer-truncated; the hash keeps the exact value)
+  A waiting job is re-scored to exactly `priority` (ahead of equal-priority peers).
+  Errors: Priority(): Arg "jid" missing | Arg "priority" missing or not a number: <v> |
+          Job <jid> does not exist
+]]
+QlessAPI['priority'] = function(_, a)
+  local jid = need(a[1], 'Priority(): Arg "jid" missing')
+  local priority = need_number(a[2], 'Priority(): Arg "priority" missing or not a number: ')
   local queue = rcall('hget', 'ql:j:' .. jid, 'queue')
   if not queue then
     error('Priority(): Job ' .. jid .. ' does not exist')
@@ -110,7 +85,7 @@ function QlessJob.priority(jid, value)
   return priority
 end
 
--- Checks one timeout target; returns the fields the write needs.
+-- Checks one timeout target; returns {queue, state, worker, legacy history}.
 local function timeout_target(jid)
   local current = rcall('hmget', 'ql:j:' .. jid, 'queue', 'state', 'worker', 'history')
   if not current[2] then
@@ -121,18 +96,24 @@ local function timeout_target(jid)
   return current
 end
 
--- timeout(jid...): ends the lock of running jobs now; they go to the front of
--- their queue as `stalled`. All jids are checked before any is changed.
-function QlessJob.timeout(now, jids)
+--[[ timeout(jid...) -> nil
+  Ends the lock of running jobs now: history timed-out, state stalled, expires 0,
+  front of their queue (score +inf), worker kept. All jids are checked first.
+  Errors: Timeout(): Job <jid> does not exist | not running
+  Publishes lock_lost {jid, event, worker} on ql:w:<worker> and ql:log.
+]]
+QlessAPI['timeout'] = function(now, jids)
   local targets = {}
   for i, jid in ipairs(jids) do
     targets[i] = timeout_target(jid)
   end
-  local cap = Qless.config.numbers({ { 'max-job-history', 100 } })[1]
+  local cap = config_number('max-job-history', 100)
   for i, jid in ipairs(jids) do
     local queue, worker, legacy = targets[i][1], targets[i][3], targets[i][4]
-    QlessJob.migrate_history(jid, legacy)
-    QlessJob.add_history(jid, now, 'timed-out', nil, cap)
+    if legacy then
+      QlessJob.migrate_history(jid, legacy)
+    end
+    add_history(jid, now, 'timed-out', nil, cap)
     rcall('zrem', 'ql:q:' .. queue .. '-locks', jid)
     rcall('zadd', 'ql:q:' .. queue .. '-work', '+inf', jid)
     rcall('hmset', 'ql:j:' .. jid, 'state', 'stalled', 'expires', 0)
@@ -140,21 +121,27 @@ function QlessJob.timeout(now, jids)
   end
 end
 
--- log(jid, message, [data]): appends a custom history event.
-function QlessJob.log(now, jid, message, raw)
-  need(jid, 'Log(): Argument "jid" missing')
-  need(message, 'Log(): Argument "message" missing')
+--[[ log(jid, message, [data]) -> nil
+  Appends history entry [now, message, data]; data must be a JSON object.
+  Errors: Log(): Argument "jid" missing | Argument "message" missing |
+          Argument "data" not a JSON object: <v> | Job <jid> does not exist
+]]
+QlessAPI['log'] = function(now, a)
+  local jid = need(a[1], 'Log(): Argument "jid" missing')
+  local message = need(a[2], 'Log(): Argument "message" missing')
   local data = nil
-  if raw then
-    data = decode(raw)
+  if a[3] then
+    data = decode(a[3])
     if type(data) ~= 'table' then
-      error('Log(): Argument "data" not a JSON object: ' .. raw)
+      error('Log(): Argument "data" not a JSON object: ' .. a[3])
     end
   end
-  local legacy = rcall('hmget', 'ql:j:' .. jid, 'jid', 'history')
-  if not legacy[1] then
+  local current = rcall('hmget', 'ql:j:' .. jid, 'jid', 'history')
+  if not current[1] then
     error('Log(): Job ' .. jid .. ' does not exist')
   end
-  QlessJob.migrate_history(jid, legacy[2])
-  QlessJob.add_history(jid, now, message, data, Qless.config.numbers({ { 'max-job-history', 100 } })[1])
+  if current[2] then
+    QlessJob.migrate_history(jid, current[2])
+  end
+  add_history(jid, now, message, data, config_number('max-job-history', 100))
 end

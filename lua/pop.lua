@@ -1,6 +1,21 @@
 -- pop.lua: pop and peek, with the lazy work they do first: expired locks,
 -- recurring spawns and due scheduled jobs.
 
+-- Moves up to `count` due scheduled jobs of a queue into its work set.
+function QlessQueue.release_scheduled(queue, now, count)
+  if count <= 0 then
+    return
+  end
+  local prefix = 'ql:q:' .. queue
+  local due = rcall('zrangebyscore', prefix .. '-scheduled', '-inf', now, 'LIMIT', 0, count)
+  for _, jid in ipairs(due) do
+    local priority = tonumber(rcall('hget', 'ql:j:' .. jid, 'priority')) or 0
+    rcall('zadd', prefix .. '-work', priority - now / 1e10, jid)
+    rcall('hset', 'ql:j:' .. jid, 'state', 'waiting')
+  end
+  call_chunked('zrem', prefix .. '-scheduled', due)
+end
+
 -- Handles one expired lock: the first time a courtesy notice and a grace
 -- period, the next time a retry is used up. Returns true when the job
 -- should be handed to the popping worker.
@@ -15,12 +30,14 @@ local function expire_lock(now, queue, jid, settings)
   if grace <= 0 then
     notify, invalidate = true, true
   end
-  QlessJob.migrate_history(jid, current[3])
+  if current[3] then
+    QlessJob.migrate_history(jid, current[3])
+  end
   if notify then
     if is_tracked(jid) then
       Qless.publish('stalled', jid)
     end
-    QlessJob.add_history(jid, now, 'timed-out', nil, settings.cap)
+    add_history(jid, now, 'timed-out', nil, settings.cap)
     rcall('hset', key, 'grace', 1)
     Qless.lock_lost(jid, worker)
     rcall('zadd', 'ql:q:' .. queue .. '-locks', now + grace, jid)
@@ -33,7 +50,7 @@ local function expire_lock(now, queue, jid, settings)
   if tonumber(rcall('hincrby', key, 'remaining', -1)) >= 0 then
     return true
   end
-  local group, message = QlessJob.exhaust(now, jid, queue, false, settings.cap)
+  local group, message = QlessJob.exhaust(now, jid, queue, settings.cap)
   Qless.publish('log', encode({ jid = jid, event = 'failed', group = group, worker = worker, message = message }))
   return false
 end
@@ -46,20 +63,21 @@ local function expired_locks(queue, now, count)
   return rcall('zrangebyscore', 'ql:q:' .. queue .. '-locks', '-inf', now, 'LIMIT', 0, count)
 end
 
--- The top `count` jids of the work set.
-local function top_of_work(queue, count)
-  if count <= 0 then
-    return {}
-  end
-  return rcall('zrevrange', 'ql:q:' .. queue .. '-work', 0, count - 1)
-end
-
--- The jids a pop/peek of `count` returns, after spawning recurring jobs and
--- releasing due scheduled ones (both limited by what is still wanted).
+-- The jids a pop/peek of `count` returns after the expired ones: recurring
+-- spawns and due scheduled jobs join the work set first (both limited by
+-- what is still wanted), then the top of the work set.
 local function candidates(queue, now, count, expired)
-  QlessRecurringJob.spawn_due(queue, now, count - #expired)
-  QlessQueue.release_scheduled(queue, now, count - #expired)
-  return extend(expired, top_of_work(queue, count - #expired))
+  local wanted = count - #expired
+  if wanted <= 0 then
+    return expired
+  end
+  local prefix = 'ql:q:' .. queue
+  local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', now, 'LIMIT', 0, wanted)
+  if #templates > 0 then
+    QlessRecurringJob.spawn_due(queue, now, wanted, templates)
+  end
+  QlessQueue.release_scheduled(queue, now, wanted)
+  return extend(expired, rcall('zrevrange', prefix .. '-work', 0, wanted - 1))
 end
 
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
@@ -69,16 +87,19 @@ local function pop_one(now, queue, jid, worker, settings)
   if not v[1] then
     return nil
   end
-  QlessJob.migrate_history(jid, v[14])
-  v[14] = false
-  QlessJob.add_history(jid, now, 'popped', { worker = worker }, settings.cap)
+  if v[14] then
+    QlessJob.migrate_history(jid, v[14])
+    v[14] = false
+  end
+  add_history(jid, now, 'popped', { worker = worker }, settings.cap)
   QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[15]) or now))
   local expires = settings.expires
   rcall('hmset', key, 'time', string.format('%.20f', now), 'worker', worker, 'expires', expires, 'state', 'running')
   rcall('zadd', 'ql:w:' .. worker .. ':jobs', expires, jid)
   rcall('zadd', 'ql:q:' .. queue .. '-locks', expires, jid)
   v[3], v[5], v[7] = 'running', worker, expires
-  local object = QlessJob.object(jid, v)
+  -- A job that can run has no dependencies left: no need to read them.
+  local object = QlessJob.object(jid, v, {})
   if object.tracked then
     Qless.publish('popped', jid)
   end
@@ -99,14 +120,19 @@ function QlessQueue.pop(now, queue, worker, count)
   need(queue, 'Pop(): Arg "queue" missing')
   need(worker, 'Pop(): Arg "worker" missing')
   count = floor(need_number(count, 'Pop(): Arg "count" missing or not a number: '))
-  local heartbeat, config = QlessJob.heartbeat_for(queue,
-    { { queue .. '-max-concurrency', 0 }, { 'grace-period', 10 }, { 'max-job-history', 100 } })
-  local settings = { expires = now + heartbeat, grace = config[4], cap = config[5] }
+  local config = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat',
+    queue .. '-max-concurrency', 'grace-period', 'max-job-history')
+  local settings = {
+    expires = now + (finite(config[1]) or finite(config[2]) or 60),
+    grace = finite(config[4]) or 10,
+    cap = finite(config[5]) or 100,
+  }
+  local limit = finite(config[3]) or 0
   if rcall('sismember', 'ql:paused_queues', queue) == 1 then
     return {}
   end
   rcall('zadd', 'ql:workers', now, worker)
-  count = allowed(queue, now, count, config[3])
+  count = allowed(queue, now, count, limit)
   local jids = {}
   for _, jid in ipairs(expired_locks(queue, now, count)) do
     if expire_lock(now, queue, jid, settings) then
@@ -122,14 +148,30 @@ function QlessQueue.pop(now, queue, worker, count)
   return popped
 end
 
--- peek(queue, count): the jobs a pop would get, left unchanged.
-function QlessQueue.peek(now, queue, count)
-  need(queue, 'Peek(): Arg "queue" missing')
-  count = floor(need_number(count, 'Peek(): Arg "count" missing or not a number: '))
+--[[ pop(queue, worker, count) -> JSON list of job objects (`{}` when none)
+  Paused queue: `{}` before anything else. Otherwise registers the worker, applies
+  <queue>-max-concurrency, handles expired locks (courtesy notice, then retry or
+  exhaustion), spawns due recurring jobs, releases due scheduled jobs, and hands out
+  the top of the work set: history popped, wait stat, lock = now + heartbeat.
+  Errors: Pop(): Arg "queue" missing | Arg "worker" missing |
+          Arg "count" missing or not a number: <v>
+  Publishes lock_lost / ql:stalled / failed (expired locks), ql:popped if tracked.
+]]
+QlessAPI['pop'] = function(now, a)
+  return encode(QlessQueue.pop(now, a[1], a[2], a[3]))
+end
+
+--[[ peek(queue, count) -> JSON list of job objects a pop would get (unchanged jobs;
+  recurring spawns and scheduled releases still happen).
+  Errors: Peek(): Arg "queue" missing | Arg "count" missing or not a number: <v>
+]]
+QlessAPI['peek'] = function(now, a)
+  local queue = need(a[1], 'Peek(): Arg "queue" missing')
+  local count = floor(need_number(a[2], 'Peek(): Arg "count" missing or not a number: '))
   local jids = candidates(queue, now, count, expired_locks(queue, now, count))
   local result = {}
   for _, jid in ipairs(jids) do
     result[#result + 1] = QlessJob.data(jid)
   end
-  return result
+  return encode(result)
 end

@@ -1,7 +1,5 @@
 -- recurring.lua: recurring templates (`ql:r:<jid>`) and the jobs they spawn.
 
-local RECUR_OPTIONS = { ['priority'] = true, ['tags'] = true, ['retries'] = true, ['backlog'] = true }
-
 -- Parses recur's arguments after the queue; raises before anything is written.
 local function parse_recur(args)
   local p = {
@@ -21,7 +19,7 @@ local function parse_recur(args)
   if p.interval <= 0 then
     error('Recur(): Arg "interval" must be greater than 0')
   end
-  local options = parse_options(args, 8, RECUR_OPTIONS, 'Recur(): Unrecognized option ')
+  local options = parse_options(args, 8, ' priority tags retries backlog ', 'Recur(): Unrecognized option ')
   p.tags = json_list(options['tags'] or '[]', 'Recur(): Arg "tags" must be JSON string array: ')
   p.priority = need_number(options['priority'] or 0, 'Recur(): Arg "priority" not a number: ')
   p.retries = need_number(options['retries'] or 0, 'Recur(): Arg "retries" not a number: ')
@@ -174,7 +172,7 @@ local function spawn(queue, now, template, at)
     'priority', template.priority, 'tags', template.tags, 'state', 'waiting', 'worker', '',
     'expires', 0, 'queue', queue, 'retries', template.retries, 'remaining', template.retries,
     'time', string.format('%.20f', at), 'spawned_from_jid', jid)
-  QlessJob.add_history(child, at, 'put', { q = queue }, template.cap)
+  add_history(child, at, 'put', { q = queue }, template.cap)
   rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(template.priority) or 0) - at / 1e10, child)
 end
 
@@ -186,18 +184,11 @@ local function load_template(jid, cap)
   }
 end
 
--- Spawns the jobs of the queue's due templates, at most `budget` in total.
+-- Spawns the jobs of the queue's `due` templates, at most `budget` in total.
 -- A template that missed more than `backlog` runs (backlog > 0) skips ahead.
-function QlessRecurringJob.spawn_due(queue, now, budget)
-  if budget <= 0 then
-    return
-  end
+function QlessRecurringJob.spawn_due(queue, now, budget, due)
   local key = 'ql:q:' .. queue .. '-recur'
-  local due = rcall('zrangebyscore', key, '-inf', now, 'LIMIT', 0, budget)
-  if #due == 0 then
-    return
-  end
-  local cap = Qless.config.numbers({ { 'max-job-history', 100 } })[1]
+  local cap = config_number('max-job-history', 100)
   local spawned = 0
   for _, jid in ipairs(due) do
     local template = load_template(jid, cap)
@@ -219,4 +210,67 @@ function QlessRecurringJob.spawn_due(queue, now, budget)
       rcall('zadd', key, at, jid)
     end
   end
+end
+
+--[[ recur(queue, jid, klass, data, 'interval', seconds, offset,
+         [priority p] [tags T] [retries n] [backlog n]) -> jid
+  Writes the template (count kept), first spawn at now + offset, registers the queue.
+  Errors: Recur(): Arg "queue" missing; RecurringJob On(): Arg "jid"/"klass"/"spec" missing |
+          Arg "data" not JSON: <v>; Recur(): schedule type "<x>" unknown |
+          Arg "interval"/"offset" not a number: <v> | Arg "interval" must be greater than 0 |
+          Arg "priority"/"retries"/"backlog" not a number: <v> |
+          Arg "tags" must be JSON string array: <v> | Unrecognized option "<x>" |
+          Odd number of additional args: <args>
+]]
+QlessAPI['recur'] = function(now, a)
+  return QlessRecurringJob.recur(now, a)
+end
+
+--[[ unrecur(jid) -> 1 (also for unknown jids); spawned jobs stay. ]]
+QlessAPI['unrecur'] = function(_, a)
+  return QlessRecurringJob.unrecur(a[1])
+end
+
+--[[ recur.get(jid) -> JSON {jid, klass, state:"recur", queue, priority, interval,
+  retries, count, data, tags, backlog} or nil ]]
+QlessAPI['recur.get'] = function(_, a)
+  local object = QlessRecurringJob.data(a[1])
+  return object and encode(object) or nil
+end
+
+--[[ recur.update(jid, (key, value)...) -> 1; keys priority interval retries data klass
+  queue backlog. All pairs are checked before any is applied.
+  Errors: Recur(): Arg "jid" missing | No recurring job <jid> | Unrecognized option "<k>" |
+          Arg "<k>" must be a number: <v> | Arg "backlog" not a number: <v> |
+          Arg "interval" must be greater than 0 | Arg "data" is not JSON-encoded: <v>;
+          No value provided for <k>
+]]
+QlessAPI['recur.update'] = function(now, a)
+  return QlessRecurringJob.update(now, a)
+end
+
+-- The tags after the jid, for recur.tag / recur.untag.
+local function tag_args(a, message)
+  local jid = need(a[1], message)
+  local tags = {}
+  for i = 2, #a do
+    tags[#tags + 1] = a[i]
+  end
+  return jid, tags
+end
+
+--[[ recur.tag(jid, tag...) -> JSON string of the template's tag list.
+  Errors: Tag(): Arg "jid" missing | Tag(): Job <jid> does not exist
+]]
+QlessAPI['recur.tag'] = function(_, a)
+  local jid, tags = tag_args(a, 'Tag(): Arg "jid" missing')
+  return QlessRecurringJob.retag(jid, tags, true)
+end
+
+--[[ recur.untag(jid, tag...) -> JSON string of the template's tag list.
+  Errors: Untag(): Arg "jid" missing | Untag(): Job <jid> does not exist
+]]
+QlessAPI['recur.untag'] = function(_, a)
+  local jid, tags = tag_args(a, 'Untag(): Arg "jid" missing')
+  return QlessRecurringJob.retag(jid, tags, false)
 end

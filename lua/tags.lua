@@ -1,43 +1,5 @@
--- tags.lua: tag indexes (`ql:t:<tag>`, `ql:tags`), the tag and track commands.
-
--- Indexes a job under each tag (score = when) and counts it in `ql:tags`.
-function QlessJob.index_tags(jid, tags, when)
-  for _, tag in ipairs(tags) do
-    rcall('zadd', 'ql:t:' .. tag, when, jid)
-    rcall('zincrby', 'ql:tags', 1, tag)
-  end
-end
-
--- Removes a job from each tag index and uncounts it.
-function QlessJob.unindex_tags(jid, tags)
-  for _, tag in ipairs(tags) do
-    rcall('zrem', 'ql:t:' .. tag, jid)
-    rcall('zincrby', 'ql:tags', -1, tag)
-  end
-end
-
--- Moves a job's tag index from `old` to `new` tags: tags only in `old` are
--- uncounted, tags only in `new` counted, kept tags re-stamped with `when`.
-function QlessJob.retag(jid, old, new, when)
-  local keep = {}
-  for _, tag in ipairs(new) do
-    keep[tag] = true
-  end
-  local had = {}
-  for _, tag in ipairs(old) do
-    had[tag] = true
-    if not keep[tag] then
-      rcall('zrem', 'ql:t:' .. tag, jid)
-      rcall('zincrby', 'ql:tags', -1, tag)
-    end
-  end
-  for _, tag in ipairs(new) do
-    rcall('zadd', 'ql:t:' .. tag, when, jid)
-    if not had[tag] then
-      rcall('zincrby', 'ql:tags', 1, tag)
-    end
-  end
-end
+-- tags.lua: tag indexes (`ql:t:<tag>`, `ql:tags`) and the listing commands:
+-- tag, track, jobs.
 
 local function job_tags(jid)
   local raw = rcall('hget', 'ql:j:' .. jid, 'tags')
@@ -110,7 +72,14 @@ local function tag_top(args)
   return rcall('zrevrangebyscore', 'ql:tags', '+inf', 2, 'LIMIT', offset, count)
 end
 
--- tag add|remove|get|top ...
+--[[ tag(add, jid, tag...) / tag(remove, jid, tag...) -> JSON: the job's tag list
+     tag(get, tag, [offset=0], [count=25]) -> JSON {total, jobs: [jid...]}
+     tag(top, [offset=0], [count=25]) -> JSON list of tags carried by >= 2 jobs
+  Errors: Tag(): Arg "command" must be "add", "remove", "get" or "top" (none given) |
+          First argument must be "add", "remove" or "get" | Arg "jid" missing |
+          Arg "tag" missing | Job <jid> does not exist | Arg "offset"/"count" not a number: <v>
+  add/remove write ql:j:<jid> tags, ql:t:<tag>, ql:tags (counted once per job and tag).
+]]
 function Qless.tag(now, args)
   local command = need(args[1], 'Tag(): Arg "command" must be "add", "remove", "get" or "top"')
   if command == 'add' then
@@ -125,8 +94,11 @@ function Qless.tag(now, args)
   error('Tag(): First argument must be "add", "remove" or "get"')
 end
 
--- track: every tracked job (or its jid under `expired` when it is gone);
--- track/untrack jid: (un)marks a job and returns 1 if that changed anything.
+--[[ track() -> JSON {jobs: [job objects], expired: [jids whose job is gone]}
+     track(track, jid) / track(untrack, jid) -> JSON 1 or 0 (changed or not)
+  Errors: Track(): Arg "jid" missing | Job does not exist | Unknown action "<x>"
+  Publishes the jid on ql:track / ql:untrack. Writes ql:tracked.
+]]
 function Qless.track(now, command, jid)
   if command == nil then
     local response = { jobs = {}, expired = {} }
@@ -155,7 +127,12 @@ function Qless.track(now, command, jid)
   error('Track(): Unknown action "' .. command .. '"')
 end
 
--- jobs complete [offset count] / jobs <state> <queue> [offset count].
+--[[ jobs(complete, [offset=0], [count=25]) -> array of jids, newest first
+     jobs(running|stalled|scheduled|depends|recurring, queue, [offset=0], [count=25]) -> array of jids
+  Errors: Jobs(): Arg "state" missing | Arg "queue" missing | Unknown type "<x>" |
+          Arg "offset"/"count" not a number: <v>
+  `scheduled` lists the jobs not yet due (it first releases up to SWEEP due ones).
+]]
 function Qless.jobs(now, args)
   local state = need(args[1], 'Jobs(): Arg "state" missing')
   if state == 'complete' then
@@ -171,11 +148,23 @@ function Qless.jobs(now, args)
     return rcall('zrangebyscore', prefix .. '-locks', '-inf', now, 'LIMIT', offset, count)
   elseif state == 'scheduled' then
     QlessQueue.release_scheduled(queue, now, SWEEP)
-    return rcall('zrangebyscore', prefix .. '-scheduled', '(' .. now, '+inf', 'LIMIT', offset, count)
+    return rcall('zrangebyscore', prefix .. '-scheduled', string.format('(%.17g', now), '+inf', 'LIMIT', offset, count)
   elseif state == 'depends' then
     return rcall('zrange', prefix .. '-depends', offset, offset + count - 1)
   elseif state == 'recurring' then
     return rcall('zrangebyscore', prefix .. '-recur', '-inf', '+inf', 'LIMIT', offset, count)
   end
   error('Jobs(): Unknown type "' .. state .. '"')
+end
+
+QlessAPI['tag'] = function(now, a)
+  return encode(Qless.tag(now, a))
+end
+
+QlessAPI['track'] = function(now, a)
+  return encode(Qless.track(now, a[1], a[2]))
+end
+
+QlessAPI['jobs'] = function(now, a)
+  return Qless.jobs(now, a)
 end

@@ -2,7 +2,7 @@
 
 -- Forgets workers not seen for `max-worker-age` seconds, and their job sets.
 local function prune_workers(now)
-  local age = Qless.config.numbers({ { 'max-worker-age', 86400 } })[1]
+  local age = config_number('max-worker-age', 86400)
   local cutoff = now - age
   local old = rcall('zrangebyscore', 'ql:workers', '-inf', cutoff)
   for _, worker in ipairs(old) do
@@ -34,4 +34,20 @@ function QlessWorker.counts(now, worker)
     }
   end
   return result
+end
+
+--[[ workers() -> JSON [{name, jobs, stalled}] newest-active first;
+     workers(worker) -> JSON {jobs: [jids, lock in the future], stalled: [jids, lock expired]}
+  First forgets workers not seen for max-worker-age (default 86400) and their job sets.
+]]
+QlessAPI['workers'] = function(now, a)
+  return encode(QlessWorker.counts(now, a[1]))
+end
+
+--[[ worker.deregister(worker...) -> nil: removes the names from ql:workers only.
+  Errors: WorkerDeregister(): Arg "worker" missing
+]]
+QlessAPI['worker.deregister'] = function(_, a)
+  need(a[1], 'WorkerDeregister(): Arg "worker" missing')
+  call_chunked('zrem', 'ql:workers', a)
 end

@@ -1,0 +1,63 @@
+-- jobdata.lua: reading a job into the job object that get, multiget, peek,
+-- pop and track reply with.
+
+-- HMGET of what a job object needs, plus the legacy `history` blob (14) and
+-- `time` (15), the put/pop time stats are measured from.
+function QlessJob.read(jid)
+  return rcall('hmget', 'ql:j:' .. jid, 'jid', 'klass', 'state', 'queue', 'worker', 'priority',
+    'expires', 'retries', 'remaining', 'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time')
+end
+
+-- The history as objects {when, what, ...extra}; `blob` is the legacy field
+-- (its entries are shown after the list's, where migrating will put them).
+function QlessJob.read_history(jid, blob)
+  local raw = rcall('lrange', 'ql:j:' .. jid .. '-history', 0, -1)
+  if blob then
+    extend(raw, QlessJob.legacy_entries(blob))
+  end
+  local history = {}
+  for i, item in ipairs(raw) do
+    local entry = decode(item)
+    local object = entry[3]
+    if type(object) ~= 'table' then
+      object = {}
+    end
+    object.when = entry[1]
+    object.what = entry[2]
+    history[i] = object
+  end
+  return history
+end
+
+-- Builds the job object from values read by QlessJob.read (nil if absent).
+-- `dependencies` may be passed in by a caller that knows them (pop: a job
+-- that can run never has any).
+function QlessJob.object(jid, v, dependencies)
+  if not v[1] then
+    return nil
+  end
+  return {
+    jid = v[1],
+    klass = v[2],
+    state = v[3],
+    queue = v[4],
+    worker = v[5] or '',
+    tracked = is_tracked(jid),
+    priority = tonumber(v[6]),
+    expires = tonumber(v[7]) or 0,
+    retries = tonumber(v[8]),
+    remaining = floor(tonumber(v[9]) or 0),
+    data = v[10],
+    tags = decode(v[11] or '{}'),
+    history = QlessJob.read_history(jid, v[14]),
+    failure = decode(v[12] or '{}'),
+    spawned_from_jid = v[13],
+    dependents = rcall('smembers', 'ql:j:' .. jid .. '-dependents'),
+    dependencies = dependencies or rcall('smembers', 'ql:j:' .. jid .. '-dependencies'),
+  }
+end
+
+-- The job object of a jid, or nil.
+function QlessJob.data(jid)
+  return QlessJob.object(jid, QlessJob.read(jid))
+end

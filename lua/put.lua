@@ -1,0 +1,185 @@
+-- put.lua: put and requeue.
+
+local function is_json(raw)
+  local ok, value = pcall(decode, raw)
+  return ok and value ~= nil
+end
+
+-- qless-py 0.11 sends put without the worker argument: 5 positionals plus
+-- pairs (an odd count), where a well-formed call has 6 plus pairs. An odd
+-- count whose 4th/5th arguments look like data/delay is that legacy form.
+local function put_positionals(args)
+  local n = #args
+  if n % 2 == 1 and finite(args[6]) == nil and finite(args[5]) ~= nil and is_json(args[4]) then
+    return extend({ '' }, args)
+  end
+  return args
+end
+
+-- Parses put's arguments; raises before anything is written.
+function QlessQueue.parse_put(args)
+  local a = put_positionals(args)
+  local p = {
+    worker = a[1] or '',
+    queue = need(a[2], 'Put(): Arg "queue" missing'),
+    jid = need(a[3], 'Put(): Arg "jid" missing'),
+    klass = need(a[4], 'Put(): Arg "klass" missing'),
+    raw = a[5],
+  }
+  if a[5] == nil or not decode(a[5]) then
+    error('Put(): Arg "data" missing or not JSON: ' .. tostring(a[5]))
+  end
+  p.delay = need_number(a[6], 'Put(): Arg "delay" not a number: ')
+  local options = parse_options(a, 7, ' priority tags retries depends ', 'Put(): Unrecognized option ')
+  if options['retries'] then
+    p.retries = need_number(options['retries'], 'Put(): Arg "retries" not a number: ')
+  end
+  if options['priority'] then
+    p.priority = need_number(options['priority'], 'Put(): Arg "priority" not a number')
+  end
+  if options['tags'] then
+    p.tags = json_list(options['tags'], 'Put(): Arg "tags" not JSON')
+  end
+  if options['depends'] then
+    p.depends = json_list(options['depends'], 'Put(): Arg "depends" not JSON: ')
+  end
+  return p
+end
+
+-- With a new non-empty depends list, old dependencies not in it are dropped.
+local function drop_old_dependencies(jid, depends)
+  local wanted = {}
+  for _, dep in ipairs(depends) do
+    wanted[dep] = true
+  end
+  for _, dep in ipairs(rcall('smembers', 'ql:j:' .. jid .. '-dependencies')) do
+    if not wanted[dep] then
+      rcall('srem', 'ql:j:' .. dep .. '-dependents', jid)
+      rcall('srem', 'ql:j:' .. jid .. '-dependencies', dep)
+    end
+  end
+end
+
+-- Takes a re-put job out of where it was: old queue sets, old worker (who is
+-- told unless it is the one putting), completed list, failure group.
+local function detach(jid, p, old)
+  local oldqueue, state, oldworker = old[3], old[4], old[7]
+  if oldqueue and oldqueue ~= '' then
+    local prefix = 'ql:q:' .. oldqueue
+    rcall('zrem', prefix .. '-work', jid)
+    rcall('zrem', prefix .. '-locks', jid)
+    rcall('zrem', prefix .. '-depends', jid)
+    rcall('zrem', prefix .. '-scheduled', jid)
+  end
+  if oldworker and oldworker ~= '' then
+    rcall('zrem', 'ql:w:' .. oldworker .. ':jobs', jid)
+    if oldworker ~= p.worker then
+      Qless.lock_lost(jid, oldworker)
+    end
+  end
+  if state == 'complete' then
+    rcall('zrem', 'ql:completed', jid)
+  elseif state == 'failed' then
+    QlessJob.unfail_record(jid, oldqueue ~= '' and oldqueue or p.queue, old[5])
+  end
+end
+
+-- Writes the job hash and places the job in one of its queue's sets.
+local function place(now, p, existed)
+  local jid, prefix, key = p.jid, 'ql:q:' .. p.queue, 'ql:j:' .. p.jid
+  local outstanding = 0
+  if existed or p.live then
+    outstanding = rcall('scard', key .. '-dependencies')
+  end
+  local state = 'waiting'
+  if outstanding > 0 then
+    state = 'depends'
+  elseif p.delay > 0 then
+    state = 'scheduled'
+  end
+  rcall('hmset', key, 'jid', jid, 'klass', p.klass, 'data', p.raw, 'priority', p.priority,
+    'tags', encode(p.tags), 'state', state, 'worker', '', 'expires', 0, 'queue', p.queue,
+    'retries', p.retries, 'remaining', p.retries, 'time', string.format('%.20f', now))
+  if state == 'depends' then
+    if p.delay > 0 then
+      rcall('hset', key, 'scheduled', now + p.delay)
+    end
+    rcall('zadd', prefix .. '-depends', now, jid)
+  elseif state == 'scheduled' then
+    rcall('zadd', prefix .. '-scheduled', now + p.delay, jid)
+  else
+    rcall('zadd', prefix .. '-work', p.priority - now / 1e10, jid)
+  end
+end
+
+--[[ put(worker, queue, jid, klass, data, delay, [priority p] [tags T] [retries n] [depends D]) -> jid
+  (qless-py's legacy form without worker is accepted too, see README.)
+  Creates or replaces the job: waiting, scheduled (delay > 0) or depends (live
+  dependencies). A re-put job leaves its old queue, worker, completed list or failure
+  group; its old owner gets lock_lost unless it is the putter.
+  Errors: Put(): Arg "queue"/"jid"/"klass" missing | Arg "data" missing or not JSON: <v> |
+          Arg "delay" not a number: <v> | Arg "retries" not a number: <v> |
+          Arg "priority" not a number<v> (sic) | Arg "tags" not JSON<v> (sic) |
+          Arg "depends" not JSON: <v> | Unrecognized option "<x>" |
+          Odd number of additional args: <args> | Job <jid> cannot depend on itself |
+          Job <jid> depending on <jids> would create a dependency cycle;
+          cjson's own text for invalid JSON.
+  Publishes ql:log {jid, event:"put", queue}; ql:put if tracked; lock_lost (see above).
+]]
+function QlessQueue.put(now, p)
+  local jid = p.jid
+  local old = rcall('hmget', 'ql:j:' .. jid, 'priority', 'tags', 'queue', 'state', 'failure', 'retries', 'worker', 'history')
+  local existed = old[4] ~= false
+  local old_tags = old[2] and decode(old[2])
+  p.retries = p.retries or tonumber(old[6]) or 5
+  p.priority = p.priority or tonumber(old[1]) or 0
+  p.tags = p.tags or old_tags or {}
+  if p.depends and #p.depends > 0 then
+    p.live = QlessJob.live_dependencies(jid, p.depends, 'Put(): ')
+  end
+  local cap = config_number('max-job-history', 100)
+  -- Every check is done: from here on the call only writes.
+  if old_tags or #p.tags > 0 then
+    QlessJob.retag(jid, old_tags or {}, p.tags, now)
+  end
+  if p.live and existed then
+    drop_old_dependencies(jid, p.depends)
+  end
+  Qless.publish('log', encode({ jid = jid, event = 'put', queue = p.queue }))
+  if old[8] then
+    QlessJob.migrate_history(jid, old[8])
+  end
+  add_history(jid, now, 'put', { q = p.queue }, cap)
+  if existed then
+    detach(jid, p, old)
+  end
+  if p.live then
+    QlessJob.add_dependencies(jid, p.live)
+  end
+  place(now, p, existed)
+  rcall('zadd', 'ql:queues', 'NX', now, p.queue)
+  if is_tracked(jid) then
+    Qless.publish('put', jid)
+  end
+  return jid
+end
+
+--[[ requeue(same arguments as put) -> jid
+  Errors: Requeue(): Arg "jid" missing | Job <jid> does not exist, then put's errors.
+]]
+function QlessQueue.requeue(now, args)
+  local a = put_positionals(args)
+  local jid = need(a[3], 'Requeue(): Arg "jid" missing')
+  if rcall('exists', 'ql:j:' .. jid) == 0 then
+    error('Requeue(): Job ' .. jid .. ' does not exist')
+  end
+  return QlessQueue.put(now, QlessQueue.parse_put(args))
+end
+
+QlessAPI['put'] = function(now, a)
+  return QlessQueue.put(now, QlessQueue.parse_put(a))
+end
+
+QlessAPI['requeue'] = function(now, a)
+  return QlessQueue.requeue(now, a)
+end
