@@ -149,3 +149,12 @@ def test_pop_hands_out_expired_locks_before_waiting_work(lua, running):
     assert pop(lua, EXPIRY + 1, "q", "w2") == []
     put(lua, EXPIRY + 2, "urgent", priority=100)
     assert jids(pop(lua, GRACE_END, "q", "w2", 2)) == ["j1", "urgent"]
+
+
+def test_heartbeat_and_fail_store_data_re_encoded_by_cjson(lua, redis_client, running):
+    sent = '{"progress":   50,  "note": "x/y"}'
+    expected = redis_client.eval("return cjson.encode(cjson.decode(ARGV[1]))", 0, sent)
+    lua("heartbeat", T0 + 1, "j1", "w1", sent)
+    assert redis_client.hget("ql:j:j1", "data") == expected
+    lua("fail", T0 + 2, "j1", "w1", "g", "m", sent)
+    assert redis_client.hget("ql:j:j1", "data") == expected

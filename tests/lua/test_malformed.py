@@ -238,6 +238,9 @@ def test_world_is_what_the_cases_assume(lua, redis_client):
         "run": "running", "stall": "stalled", "wait": "waiting", "sched": "scheduled",
         "dep": "depends", "failed": "failed", "done": "complete",
     }
+    keys = list(redis_client.scan_iter(count=1000))
+    assert all(key.startswith("ql:") for key in keys), keys
+    assert {key: redis_client.ttl(key) for key in keys if redis_client.ttl(key) != -1} == {}
 
 
 @pytest.mark.parametrize("item", CASES, ids=[item.name for item in CASES])
@@ -252,3 +255,37 @@ def test_malformed_call_is_refused_and_writes_nothing(lua, keyspace, item):
     put(lua, NOW, "fresh", "clean")
     assert [job["jid"] for job in pop(lua, NOW, "clean", "wc")] == ["fresh"]
     assert lua("complete", NOW, "fresh", "wc", "clean", "{}") == "complete"
+
+
+# Well-formed calls that the job's state refuses: also all-or-nothing.
+REFUSED: list[Case] = [
+    case("requeue-unknown", "requeue", "client", "q", "nope", "K", "{}", 0),
+    case("complete-other-worker", "complete", "run", "w9", "q", "{}"),
+    case("complete-other-queue", "complete", "run", "w1", "q9", "{}"),
+    case("complete-not-running", "complete", "wait", "w1", "q", "{}"),
+    case("complete-next-cycle", "complete", "run", "w1", "q", "{}", "next", "q", "depends",
+         '["run"]'),
+    case("fail-not-running", "fail", "failed", "w2", "g", "m"),
+    case("retry-other-worker", "retry", "run", "q", "w9"),
+    case("heartbeat-other-worker", "heartbeat", "run", "w9"),
+    case("heartbeat-not-running", "heartbeat", "stall", "w1"),
+    case("cancel-lone-dependency", "cancel", "sched", "wait"),
+    case("timeout-not-running", "timeout", "run", "wait"),
+    case("depends-not-in-depends-state", "depends", "wait", "on", "sched"),
+    case("priority-unknown", "priority", "nope", 1),
+    case("tag-unknown-job", "tag", "add", "nope", "x"),
+    case("track-unknown-job", "track", "track", "nope"),
+    case("log-unknown-job", "log", "nope", "msg"),
+    case("recur-update-unknown", "recur.update", "nope", "priority", 1),
+]
+
+
+@pytest.mark.parametrize("item", REFUSED, ids=[item.name for item in REFUSED])
+def test_refused_call_writes_nothing(lua, keyspace, item):
+    build_world(lua)
+    before = keyspace()
+    with pytest.raises(redis.ResponseError):
+        lua(item.command, item.now, *item.args)
+    after = keyspace()
+    keys = before.keys() | after.keys()
+    assert sorted(key for key in keys if before.get(key) != after.get(key)) == []

@@ -228,3 +228,18 @@ def test_recur_update_missing_value(lua):
     recur(lua, T0)
     pattern = r"(\w+\(\): )?No value provided for priority"
     expect_error(lua, pattern, "recur.update", T0, "r", "priority")
+
+
+def test_spawning_starts_from_the_floored_next_time(lua, redis_client):
+    recur(lua, T0 + 0.5)
+    peek(lua, T0 + 61)
+    assert redis_client.hget("ql:j:r-1", "time") == fmt_time(T0)
+    assert redis_client.hget("ql:j:r-2", "time") == fmt_time(T0 + 60)
+    assert redis_client.zscore("ql:q:q-recur", "r") == T0 + 120
+
+
+def test_wait_of_a_spawned_job_counts_from_its_scheduled_time(lua, redis_client):
+    recur(lua, T0, offset=10)
+    pop(lua, T0 + 15.5, "q", "w1")
+    day = T0 - T0 % 86400
+    assert int(redis_client.hget(f"ql:s:wait:{day}:q", "s5")) == 1
