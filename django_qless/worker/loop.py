@@ -86,7 +86,7 @@ class Worker:
         if not self.monitor.wait_subscribed(5.0):
             logger.warning("qless worker %s: lock-loss events not subscribed yet", self.name)
         self._startup_delay()
-        logger.info("qless worker %s: queues %s (%s), pid %s", self.name,
+        logger.debug("qless worker %s: queues %s (%s), pid %s", self.name,
                     ", ".join(self.options.queues), self.options.strategy, os.getpid())
         signals.worker_started.send(sender=self, worker=self.name, queues=self.options.queues)
 
@@ -113,6 +113,7 @@ class Worker:
 
     def shutdown(self) -> None:
         """Stop the monitor, deregister, restore signal handlers, close DB connections."""
+        logger.info("qless worker %s: stopping (%s)", self.name, self.stop.reason or "error")
         self.monitor.halt()
         self.waker.close()
         try:
@@ -122,8 +123,7 @@ class Worker:
         self.interrupter.uninstall()
         self.handlers.restore()
         close_old_connections()
-        logger.info("qless worker %s: stopped (%s) after %s jobs", self.name,
-                    self.stop.reason or "done", self.jobs_run)
+        logger.debug("qless worker %s: %s jobs run", self.name, self.jobs_run)
         signals.worker_stopped.send(sender=self, worker=self.name, queues=self.options.queues)
 
     # The loop.
@@ -137,6 +137,12 @@ class Worker:
             except redis.RedisError as exc:
                 logger.warning("qless worker %s: Redis error (%s); retrying in %ss",
                                self.name, exc, ERROR_PAUSE)
+                self._pause(ERROR_PAUSE)
+                continue
+            except Exception:
+                # A bug must not kill the worker: the job's lock expires and qless hands
+                # it out again (and fails it once its retries are spent).
+                logger.exception("qless worker %s: unexpected error", self.name)
                 self._pause(ERROR_PAUSE)
                 continue
             if ran:

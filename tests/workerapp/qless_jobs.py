@@ -143,3 +143,9 @@ def touch_db(alias: str) -> None:
     """Opens a database connection and leaves it open."""
     with connections[alias].cursor() as cursor:
         cursor.execute("SELECT 1")
+
+
+@qless_job(name="worker.db_state", takes_job=True)
+def db_state(job: Job, alias: str) -> None:
+    """Records whether a connection of `alias` is open when the job starts."""
+    record(job, "db", open=connections[alias].connection is not None)

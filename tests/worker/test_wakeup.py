@@ -1,0 +1,129 @@
+"""Idle workers wake on puts to their queues and at due times, not on a polling interval."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from django_qless.core import Client
+from django_qless.worker import Worker
+from django_qless.worker.wakeup import Waker
+
+from .conftest import in_thread, wait_for
+
+Ledger = Callable[[], list[dict[str, Any]]]
+#: Generous bound for CI; the benchmark records the real figure.
+LATENCY = 0.2
+
+
+def wait_until_idle(redis_client: redis.Redis) -> None:
+    """Until the worker listens on ql:log (it does so only when its queues are empty)."""
+    wait_for(lambda: dict(redis_client.pubsub_numsub("ql:log")).get("ql:log", 0) >= 1)
+    time.sleep(0.3)  # let it settle into its blocking read
+
+
+def test_idle_worker_picks_up_a_put_within_milliseconds(
+    qless: Client, redis_client: redis.Redis, run_worker: Callable[..., Worker], ledger: Ledger,
+) -> None:
+    put_at: list[float] = []
+
+    def put_later() -> None:
+        wait_until_idle(redis_client)
+        put_at.append(time.time())
+        qless.queue("q").put("worker.mark", {"args": ["late"], "kwargs": {}})
+
+    in_thread(put_later)
+    worker = run_worker("q", burst=False, max_jobs=1, poll_interval=5)
+    latency = ledger()[0]["t"] - put_at[0]
+    assert 0 <= latency < LATENCY
+    assert worker.waker.wakeups == {"event": 1, "due": 0, "poll": 0}
+
+
+def test_puts_to_other_queues_do_not_wake_the_worker(
+    qless: Client, redis_client: redis.Redis, run_worker: Callable[..., Worker], ledger: Ledger,
+) -> None:
+    def put_later() -> None:
+        wait_until_idle(redis_client)
+        qless.queue("other").put("worker.mark", {"args": ["other"], "kwargs": {}})
+        time.sleep(0.3)
+        qless.queue("q").put("worker.mark", {"args": ["mine"], "kwargs": {}})
+
+    in_thread(put_later)
+    worker = run_worker("q", burst=False, max_jobs=1, poll_interval=5)
+    assert [entry["tag"] for entry in ledger()] == ["mine"]
+    assert worker.waker.wakeups == {"event": 1, "due": 0, "poll": 0}
+
+
+def test_idle_worker_wakes_when_a_delayed_job_comes_due(
+    qless: Client, redis_client: redis.Redis, run_worker: Callable[..., Worker], ledger: Ledger,
+) -> None:
+    due_at: list[float] = []
+
+    def put_delayed() -> None:
+        wait_until_idle(redis_client)
+        due_at.append(time.time() + 0.5)
+        qless.queue("q").put("worker.mark", {"args": ["delayed"], "kwargs": {}}, delay=0.5)
+
+    in_thread(put_delayed)
+    worker = run_worker("q", burst=False, max_jobs=1, poll_interval=5)
+    ran_at = ledger()[0]["t"]
+    assert due_at[0] <= ran_at < due_at[0] + LATENCY
+    # The put itself woke it once (to learn the due time), then the due time did.
+    assert worker.waker.wakeups["due"] == 1
+    assert worker.waker.wakeups["poll"] == 0
+
+
+def test_idle_worker_wakes_for_the_next_recurring_spawn(
+    qless: Client, redis_client: redis.Redis, run_worker: Callable[..., Worker], ledger: Ledger,
+) -> None:
+    due = time.time() + 0.6
+    qless.queue("q").recur("worker.mark", {"args": ["tick"], "kwargs": {}}, interval=60,
+                           offset=0.6)
+    worker = run_worker("q", burst=False, max_jobs=1, poll_interval=5)
+    assert due <= ledger()[0]["t"] < due + LATENCY
+    assert worker.waker.wakeups["due"] == 1
+
+
+def test_busy_worker_stops_listening(
+    qless: Client, redis_client: redis.Redis, run_worker: Callable[..., Worker], ledger: Ledger,
+) -> None:
+    listeners: list[int] = []
+
+    def burst_of_jobs() -> None:
+        wait_until_idle(redis_client)
+        for n in range(5):
+            qless.queue("q").put("worker.sleep", {"args": [0.1], "kwargs": {}}, jid=f"job{n}")
+        wait_for(lambda: any(entry["jid"] == "job3" for entry in ledger()))
+        listeners.append(dict(redis_client.pubsub_numsub("ql:log"))["ql:log"])
+
+    in_thread(burst_of_jobs)
+    run_worker("q", burst=False, max_jobs=5, poll_interval=5)
+    assert listeners == [0]
+
+
+def test_waker_ignores_due_times_a_pop_could_not_serve(qless: Client) -> None:
+    # A paused queue keeps its due job: sleeping until that past time would spin.
+    waker = Waker(qless, ["q"], 5.0, lambda: False)
+    qless.queue("q").put("worker.noop", {"args": [], "kwargs": {}}, delay=0.5)
+    now = qless.now()
+    wait, reason = waker._timeout(round_started=now)
+    assert reason == "due" and 0.4 < wait <= 0.51
+    # A pop round that started after the due time should have taken the job.
+    assert waker._timeout(round_started=now + 1) == (5.0, "poll")
+
+
+def test_waker_wakes_only_for_its_own_queues(qless: Client) -> None:
+    waker = Waker(qless, ["q", "r"], 5.0, lambda: False)
+
+    def relevant(data: str) -> bool:
+        return waker._relevant({"type": "message", "channel": "ql:log", "data": data})
+
+    assert relevant('{"jid":"a","event":"put","queue":"r"}')
+    assert not relevant('{"jid":"a","event":"put","queue":"other"}')
+    assert relevant('{"jid":"a","event":"advanced","queue":"other","to":"q"}')
+    assert not relevant('{"jid":"a","event":"completed","queue":"q"}')
+    assert relevant('{"jid":"a","event":"lock_lost","worker":"w"}')
+    assert not relevant("not json")
