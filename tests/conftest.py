@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,16 +66,20 @@ class EventRecorder:
     """Records every message published on the ql:* channels."""
 
     def __init__(self, client: redis.Redis) -> None:
-        self.pubsub = client.pubsub(ignore_subscribe_messages=True)
+        # Keep the client: once it is garbage-collected its pool closes and the
+        # subscription silently disappears.
+        self.client = client
+        self.pubsub = client.pubsub()
         self.pubsub.psubscribe("ql:*")
         self.received: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        # Wait for the subscription to be acknowledged so no early publish is missed.
+        # Read the acknowledgement before the test publishes anything; redis-py drops
+        # subscribe confirmations while ignore_subscribe_messages is on, so switch it on after.
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            message = self.pubsub.get_message(timeout=0.1, ignore_subscribe_messages=False)
+            message = self.pubsub.get_message(timeout=0.1)
             if message and message["type"] == "psubscribe":
                 break
+        self.pubsub.ignore_subscribe_messages = True
 
     def drain(self, settle: float = 0.05) -> list[tuple[str, str]]:
         """Collect what has been published so far; returns (channel, payload) pairs."""

