@@ -160,3 +160,29 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+def test_frozen_worker_discards_its_job_on_resume_and_keeps_working(
+    qless: Client, put: Callable[..., str], spawn: Spawn, ledger: Ledger,
+) -> None:
+    qless.config.put("q-heartbeat", 2)
+    qless.config.put("grace-period", 1)
+    jid = put("worker.sleep_first", 30)
+    worker = spawn("q")
+    wait_for(lambda: started(ledger, jid), timeout=10)
+    frozen_pid = ledger()[0]["pid"]
+    worker.signal(signal.SIGSTOP)
+    # Another worker takes the job once lease and grace have run out, and completes it.
+    call_command("qless_worker", "q", max_jobs=1, poll_interval=0.2, verbosity=0)
+    assert job_state(qless, jid) == "complete"
+    worker.signal(signal.SIGCONT)
+    wait_for(lambda: "result discarded" in worker.output(), timeout=5)
+    after = put("worker.mark", "after")
+    wait_for(lambda: job_state(qless, after) == "complete", timeout=5)
+    assert [entry["pid"] for entry in ledger() if entry["jid"] == after] == [frozen_pid]
+    assert [(entry["pid"] == frozen_pid, entry["event"]) for entry in ledger()
+            if entry["jid"] == jid] == [(True, "start"), (False, "start"), (False, "end")]
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+    assert "Traceback" not in worker.output()
