@@ -34,12 +34,18 @@ DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_ALIAS = "default"
 TOP_KEYS = (
     "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
-    "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER",
+    "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = (
     "QUEUES", "STRATEGY", "PROCESSES", "MAX_JOBS", "MAX_MEMORY_MB", "TIME_LIMIT",
     "SHUTDOWN_TIMEOUT", "POLL_INTERVAL",
+)
+ADMIN_KEYS = ("MASKED_DATA_KEYS",)
+#: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
+DEFAULT_MASKED_DATA_KEYS = (
+    "password", "passwd", "secret", "token", "api_key", "apikey", "authorization",
+    "credential", "private_key",
 )
 
 
@@ -71,6 +77,13 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True)
+class AdminSettings:
+    """Options of the admin pages."""
+
+    masked_data_keys: tuple[str, ...] = DEFAULT_MASKED_DATA_KEYS
+
+
+@dataclass(frozen=True)
 class QlessSettings:
     """The whole `QLESS` setting, validated."""
 
@@ -81,6 +94,7 @@ class QlessSettings:
     enqueue_on_commit: bool = True
     max_payload_bytes: int = 1_048_576
     heartbeat: float | None = None
+    admin: AdminSettings = AdminSettings()
 
 
 @dataclass(frozen=True)
@@ -143,6 +157,7 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         enqueue_on_commit=reader.boolean(raw, "ENQUEUE_ON_COMMIT", "QLESS", True),
         max_payload_bytes=cast(int, reader.integer(raw, "MAX_PAYLOAD_BYTES", "QLESS", 1_048_576)),
         heartbeat=heartbeat,
+        admin=read_admin(reader, raw.get("ADMIN", {})),
     )
     return (None if reader.problems else result), tuple(reader.problems)
 
@@ -245,6 +260,25 @@ def read_worker(
         ),
         heartbeat_interval=heartbeat,
     )
+
+
+def read_admin(reader: Reader, raw: object) -> AdminSettings:
+    """The `ADMIN` dict."""
+    path = "QLESS['ADMIN']"
+    if not isinstance(raw, Mapping):
+        reader.error("E003", path, f"must be a dict, got {type(raw).__name__}")
+        return AdminSettings()
+    reader.unknown_keys(raw, ADMIN_KEYS, path)
+    keys = raw.get("MASKED_DATA_KEYS", DEFAULT_MASKED_DATA_KEYS)
+    if isinstance(keys, str) or not isinstance(keys, list | tuple) or not all(
+        isinstance(key, str) and key for key in keys
+    ):
+        reader.error(
+            "E003", f"{path}['MASKED_DATA_KEYS']",
+            f"must be a list of non-empty strings, got {keys!r}",
+        )
+        return AdminSettings()
+    return AdminSettings(masked_data_keys=tuple(key.lower() for key in keys))
 
 
 class Reader:
