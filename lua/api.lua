@@ -10,16 +10,16 @@
 -- of a module not listed still works (the class tables load the rest on
 -- first use); the list keeps the common path cheap. One string rather than a
 -- table: a 37-entry table would be rebuilt on every call (~5 us).
-local COMMANDS = ' get=jobdata,job multiget=jobdata,job put=put,tagindex,deps'
-  .. ' requeue=put,tagindex,deps pop=pop,jobdata,stats peek=pop,jobdata'
-  .. ' complete=complete,stats fail=failure,stats retry=failure,stats heartbeat=job'
-  .. ' cancel=cancel,tagindex,failure,stats timeout=job depends=deps,complete'
-  .. ' priority=job tag=tags track=tags,jobdata log=job jobs=tags,pop failed=failure'
-  .. ' unfail=failure queues=queue,pop workers=worker stats=report length=queue'
-  .. ' pause=queue unpause=queue queue.forget=queue worker.deregister=worker'
-  .. ' config.get=config config.set=config config.unset=config recur=recurring'
-  .. ' unrecur=recurring recur.get=recurring recur.update=recurring'
-  .. ' recur.tag=recurring recur.untag=recurring '
+local COMMANDS = [[
+ get=jobdata,job multiget=jobdata,job put=put,tagindex,deps requeue=put,tagindex,deps
+ pop=pop,jobdata,stats peek=pop,jobdata complete=complete,stats fail=failure,stats
+ retry=failure,stats heartbeat=job cancel=cancel,tagindex,failure,stats timeout=job
+ depends=deps,complete priority=job tag=tags track=tags,jobdata log=job jobs=tags,pop
+ failed=failure unfail=failure queues=queue,pop workers=worker stats=report length=queue
+ pause=queue unpause=queue queue.forget=queue worker.deregister=worker config.get=config
+ config.set=config config.unset=config recur=recurring unrecur=recurring
+ recur.get=recurring recur.update=recurring recur.tag=recurring recur.untag=recurring
+]]
 
 -- The modules of a command (a comma-separated list), or nil if unknown.
 local function modules_of(name)

@@ -166,11 +166,13 @@ end
 -- a legacy `history` hash field (QlessJob.migrate_history in legacy.lua).
 local function add_history(jid, now, what, extra, cap)
   local key = 'ql:j:' .. jid .. '-history'
+  -- Spelled out rather than encode({...}): the same text cjson would give,
+  -- one table fewer on every put, pop and complete.
   local entry
   if extra == nil then
-    entry = encode({ floor(now), what })
+    entry = '[' .. floor(now) .. ',' .. encode(what) .. ']'
   else
-    entry = encode({ floor(now), what, extra })
+    entry = '[' .. floor(now) .. ',' .. encode(what) .. ',' .. encode(extra) .. ']'
   end
   local length = rcall('rpush', key, entry)
   cap = floor(cap)

@@ -14,7 +14,7 @@ local function parse_complete(args)
   local options = parse_options(args, 5, ' next delay depends ', 'Complete(): Unrecognized option ')
   parsed.next = options['next']
   parsed.delay = need_number(options['delay'] or 0, 'Complete(): Arg "delay" not a number: ')
-  parsed.depends = json_list(options['depends'] or '[]', 'Complete(): Arg "depends" not JSON: ')
+  parsed.depends = options['depends'] and json_list(options['depends'], 'Complete(): Arg "depends" not JSON: ')
   if options['delay'] and parsed.next == nil then
     error('Complete(): "delay" cannot be used without a "next".')
   end
@@ -96,12 +96,12 @@ local function advance(now, jid, p, current)
   local fields = { 'state', 'waiting', 'worker', '', 'failure', '{}', 'queue', nextq,
     'expires', 0, 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now) }
   local prefix = 'ql:q:' .. nextq
-  if p.delay > 0 and #p.depends == 0 then
+  if p.delay > 0 and not (p.depends and #p.depends > 0) then
     rcall('hmset', 'ql:j:' .. jid, unpack(fields))
     rcall('zadd', prefix .. '-scheduled', now + p.delay, jid)
     return 'scheduled'
   end
-  if #live > 0 then
+  if live and #live > 0 then
     fields[2] = 'depends'
     if p.delay > 0 then
       extend(fields, { 'scheduled', now + p.delay })
@@ -155,8 +155,7 @@ QlessAPI['complete'] = function(now, args)
   elseif p.queue ~= current[5] then
     error('Complete(): Job ' .. jid .. ' running in another queue: ' .. tostring(current[5]))
   end
-  p.live = {}
-  if p.next and #p.depends > 0 then
+  if p.next and p.depends and #p.depends > 0 then
     -- Checked here, before the first write: a cycle refuses the whole call.
     p.live = QlessJob.live_dependencies(jid, p.depends, 'Complete(): ')
   end

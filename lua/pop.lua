@@ -1,6 +1,9 @@
 -- pop.lua: pop and peek, with the lazy work they do first: expired locks,
 -- recurring spawns and due scheduled jobs.
 
+-- The `dependencies` of every popped job (read-only, never filled).
+local NONE = {}
+
 -- Moves up to `count` due scheduled jobs of a queue into its work set.
 function QlessQueue.release_scheduled(queue, now, count)
   if count <= 0 then
@@ -19,12 +22,11 @@ end
 -- Handles one expired lock: the first time a courtesy notice and a grace
 -- period, the next time a retry is used up. Returns true when the job
 -- should be handed to the popping worker.
-local function expire_lock(now, queue, jid, settings)
+local function expire_lock(now, queue, jid, grace, cap)
   local key = 'ql:j:' .. jid
   local current = rcall('hmget', key, 'worker', 'grace', 'history')
   local worker = current[1] or ''
   rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
-  local grace = settings.grace
   local notify = tonumber(current[2]) ~= 1
   local invalidate = not notify
   if grace <= 0 then
@@ -37,7 +39,7 @@ local function expire_lock(now, queue, jid, settings)
     if is_tracked(jid) then
       Qless.publish('stalled', jid)
     end
-    add_history(jid, now, 'timed-out', nil, settings.cap)
+    add_history(jid, now, 'timed-out', nil, cap)
     rcall('hset', key, 'grace', 1)
     Qless.lock_lost(jid, worker)
     rcall('zadd', 'ql:q:' .. queue .. '-locks', now + grace, jid)
@@ -50,7 +52,7 @@ local function expire_lock(now, queue, jid, settings)
   if tonumber(rcall('hincrby', key, 'remaining', -1)) >= 0 then
     return true
   end
-  local group, message = QlessJob.exhaust(now, jid, queue, settings.cap)
+  local group, message = QlessJob.exhaust(now, jid, queue, cap)
   Qless.publish('log', encode({ jid = jid, event = 'failed', group = group, worker = worker, message = message }))
   return false
 end
@@ -81,7 +83,7 @@ local function candidates(queue, now, count, expired)
 end
 
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
-local function pop_one(now, queue, jid, worker, settings)
+local function pop_one(now, queue, jid, worker, expires, cap)
   local key = 'ql:j:' .. jid
   local v = QlessJob.read(jid)
   if not v[1] then
@@ -91,15 +93,14 @@ local function pop_one(now, queue, jid, worker, settings)
     QlessJob.migrate_history(jid, v[14])
     v[14] = false
   end
-  add_history(jid, now, 'popped', { worker = worker }, settings.cap)
+  add_history(jid, now, 'popped', { worker = worker }, cap)
   QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[15]) or now))
-  local expires = settings.expires
   rcall('hmset', key, 'time', string.format('%.20f', now), 'worker', worker, 'expires', expires, 'state', 'running')
   rcall('zadd', 'ql:w:' .. worker .. ':jobs', expires, jid)
   rcall('zadd', 'ql:q:' .. queue .. '-locks', expires, jid)
   v[3], v[5], v[7] = 'running', worker, expires
   -- A job that can run has no dependencies left: no need to read them.
-  local object = QlessJob.object(jid, v, {})
+  local object = QlessJob.object(jid, v, NONE)
   if object.tracked then
     Qless.publish('popped', jid)
   end
@@ -122,27 +123,23 @@ function QlessQueue.pop(now, queue, worker, count)
   count = floor(need_number(count, 'Pop(): Arg "count" missing or not a number: '))
   local config = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat',
     queue .. '-max-concurrency', 'grace-period', 'max-job-history')
-  local settings = {
-    expires = now + (finite(config[1]) or finite(config[2]) or 60),
-    grace = finite(config[4]) or 10,
-    cap = finite(config[5]) or 100,
-  }
-  local limit = finite(config[3]) or 0
+  local expires = now + (finite(config[1]) or finite(config[2]) or 60)
+  local grace, cap = finite(config[4]) or 10, finite(config[5]) or 100
   if rcall('sismember', 'ql:paused_queues', queue) == 1 then
     return {}
   end
   rcall('zadd', 'ql:workers', now, worker)
-  count = allowed(queue, now, count, limit)
+  count = allowed(queue, now, count, finite(config[3]) or 0)
   local jids = {}
   for _, jid in ipairs(expired_locks(queue, now, count)) do
-    if expire_lock(now, queue, jid, settings) then
+    if expire_lock(now, queue, jid, grace, cap) then
       jids[#jids + 1] = jid
     end
   end
   jids = candidates(queue, now, count, jids)
   local popped = {}
   for _, jid in ipairs(jids) do
-    popped[#popped + 1] = pop_one(now, queue, jid, worker, settings)
+    popped[#popped + 1] = pop_one(now, queue, jid, worker, expires, cap)
   end
   call_chunked('zrem', 'ql:q:' .. queue .. '-work', jids)
   return popped
