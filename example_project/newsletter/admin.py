@@ -1,0 +1,66 @@
+"""Admin for the newsletter: actions that enqueue qless jobs from the changelist."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from .models import Delivery, Export, Issue, Subscriber
+from .pipeline import send_issue
+from .qless_jobs import export_subscribers, send_welcome_email
+
+
+@admin.register(Subscriber)
+class SubscriberAdmin(admin.ModelAdmin):
+    list_display = ["email", "name", "source", "joined_at", "welcomed_at", "welcome_attempts"]
+    list_filter = ["source"]
+    search_fields = ["email", "name"]
+    actions = ["welcome_again"]
+
+    @admin.action(description="Send the welcome email (if not welcomed yet)")
+    def welcome_again(self, request: HttpRequest, queryset: QuerySet[Subscriber]) -> None:
+        """Enqueue one welcome job per selected subscriber."""
+        for subscriber in queryset:
+            send_welcome_email.enqueue(subscriber.pk)
+        self.message_user(request, f"Enqueued {queryset.count()} welcome emails.",
+                          messages.SUCCESS)
+
+
+class DeliveryInline(admin.TabularInline):
+    model = Delivery
+    extra = 0
+    readonly_fields = ["subscriber", "status", "at"]
+
+
+@admin.register(Issue)
+class IssueAdmin(admin.ModelAdmin):
+    list_display = ["subject", "status", "send_at", "sent_at", "created_at"]
+    list_filter = ["status"]
+    inlines = [DeliveryInline]
+    actions = ["send_now"]
+
+    @admin.action(description="Send now (render, batches, finish)")
+    def send_now(self, request: HttpRequest, queryset: QuerySet[Issue]) -> None:
+        """Enqueue the pipeline of each selected issue."""
+        for issue in queryset:
+            jobs = send_issue(issue)
+            self.message_user(
+                request, f"{issue}: enqueued {len(jobs.all())} jobs (finish job {jobs.finish}).",
+                messages.SUCCESS,
+            )
+
+
+@admin.register(Export)
+class ExportAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "requested_at", "finished_at", "rows"]
+    readonly_fields = ["requested_at", "finished_at", "rows", "csv"]
+    actions = ["export_again"]
+
+    @admin.action(description="Run a new export")
+    def export_again(self, request: HttpRequest, queryset: QuerySet[Export]) -> None:
+        """Start one new export (the selection only triggers the action)."""
+        export = Export.objects.create()
+        jid = export_subscribers.enqueue(export.pk)
+        self.message_user(request, f"Export #{export.pk} enqueued as job {jid}.",
+                          messages.SUCCESS)
