@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,18 +38,8 @@ CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dj
 NOOP_SOURCE = "return 1"
 TARGET_RATIO = 0.55
 QUEUE, WORKER, KLASS = "bench", "bench-worker", "bench.Job"
-PIPELINE = 500
+BLOCK = 500  # calls per pipeline, and per stats reset when timing
 Call = list[str | int | float]  # command, now, then its arguments
-
-
-@dataclass
-class Script:
-    """One Lua script under test: its name, source and whether it does real queue work."""
-
-    name: str
-    source: str
-    real: bool = True
-    sha: str = ""
 
 
 @dataclass
@@ -63,6 +53,18 @@ class Clock:
         """Advance and return the next `now`."""
         self.now += self.step
         return round(self.now, 4)
+
+
+@dataclass
+class Script:
+    """One Lua script under test, loaded into the server and given its own database."""
+
+    name: str
+    source: str
+    client: redis.Redis
+    real: bool = True
+    sha: str = ""
+    clock: Clock = field(default_factory=Clock)
 
 
 @dataclass
@@ -99,31 +101,25 @@ def fetch_reqless_source(cache_dir: Path = CACHE_DIR) -> str:
         return archive.read(REQLESS_MEMBER).decode("utf-8")
 
 
-def evalsha_stats(client: redis.Redis) -> tuple[int, float, dict[str, tuple[int, int]]]:
-    """Since the last reset: (evalsha calls, usec/call, {inner command: (calls, usec)})."""
+def evalsha_stats(client: redis.Redis) -> tuple[int, int, dict[str, tuple[int, int]]]:
+    """Since the last reset: (evalsha calls, their usec, {inner command: (calls, usec)})."""
     stats = client.info("commandstats")
-    outer = stats.get("cmdstat_evalsha", {"calls": 0, "usec_per_call": 0.0})
+    outer = stats.get("cmdstat_evalsha", {"calls": 0, "usec": 0})
     inner = {
         name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
         for name, v in stats.items()
         if name not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_config")
     }
-    return int(outer["calls"]), float(outer["usec_per_call"]), inner
+    return int(outer["calls"]), int(outer["usec"]), inner
 
 
-def chunks(items: list[Call], size: int) -> Iterator[list[Call]]:
-    """Split a list of calls into pipeline-sized slices."""
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
-def run_pipelined(client: redis.Redis, sha: str, calls: list[Call]) -> list[object]:
-    """Send EVALSHA calls in pipelines of PIPELINE and return all replies in order."""
+def run_pipelined(script: Script, calls: list[Call]) -> list[object]:
+    """Send EVALSHA calls in pipelines of BLOCK and return all replies in order."""
     replies: list[object] = []
-    for part in chunks(calls, PIPELINE):
-        pipe = client.pipeline(transaction=False)
-        for args in part:
-            pipe.evalsha(sha, 0, *args)
+    for start in range(0, len(calls), BLOCK):
+        pipe = script.client.pipeline(transaction=False)
+        for args in calls[start:start + BLOCK]:
+            pipe.evalsha(script.sha, 0, *args)
         replies.extend(pipe.execute())
     return replies
 
@@ -139,91 +135,124 @@ def put_calls(jobs: int, clock: Clock) -> list[Call]:
             for i in range(jobs)]
 
 
-def popped_jids(reply: object, expected: int | None) -> list[str]:
-    """Decode a pop reply and check it carries `expected` jobs (None: any number)."""
+def popped_jids(reply: object, expected: int) -> list[str]:
+    """Decode a pop reply and check it carries `expected` jobs."""
     assert isinstance(reply, bytes), f"pop reply is not a JSON string: {reply!r}"
     decoded = json.loads(reply)
     jobs = decoded if isinstance(decoded, list) else []  # cjson encodes an empty list as {}
-    assert expected is None or len(jobs) == expected, f"pop gave {len(jobs)} jobs, not {expected}"
+    assert len(jobs) == expected, f"pop gave {len(jobs)} jobs, not {expected}"
     return [job["jid"] for job in jobs]
 
 
-def measure(client: redis.Redis, results: Results, script: Script, metric: str,
-            calls: list[Call]) -> list[object]:
-    """Run one phase from reset stats, record server us/call and client calls/s; return replies."""
-    client.config_resetstat()
-    started = time.perf_counter()
-    replies = run_pipelined(client, script.sha, calls)
-    elapsed = time.perf_counter() - started
-    count, usec, inner = evalsha_stats(client)
-    assert count == len(calls), f"{script.name} {metric}: {count} evalsha, sent {len(calls)}"
-    results.add(script.name, f"{metric}_us", usec)
-    results.add(script.name, f"{metric}_rate", len(calls) / elapsed)
-    per_call = {name: (c / count, u / count) for name, (c, u) in inner.items()}
-    results.inner.setdefault(script.name, {})[metric] = per_call
+def interleaved(scripts: list[Script], results: Results, metric: str,
+                calls: dict[str, list[Call]]) -> dict[str, list[object]]:
+    """Run every script's calls in alternating blocks of BLOCK, stats reset before each block.
+
+    Alternating spreads background load on the machine evenly over the scripts; the figure
+    kept is the median of the blocks' usec per call, so a burst of load moves it little.
+    """
+    replies: dict[str, list[object]] = {script.name: [] for script in scripts}
+    per_block: dict[str, list[float]] = {script.name: [] for script in scripts}
+    elapsed = dict.fromkeys(replies, 0.0)
+    inner: dict[str, dict[str, tuple[int, int]]] = {script.name: {} for script in scripts}
+    total = len(calls[scripts[0].name])
+    for start in range(0, total, BLOCK):
+        for script in scripts:
+            part = calls[script.name][start:start + BLOCK]
+            script.client.config_resetstat()
+            began = time.perf_counter()
+            replies[script.name] += run_pipelined(script, part)
+            elapsed[script.name] += time.perf_counter() - began
+            count, usec, commands = evalsha_stats(script.client)
+            assert count == len(part), f"{script.name} {metric}: {count} evalsha of {len(part)}"
+            per_block[script.name].append(usec / count)
+            seen = inner[script.name]
+            for command, (n, spent) in commands.items():
+                old = seen.get(command, (0, 0))
+                seen[command] = (old[0] + n, old[1] + spent)
+    for script in scripts:
+        results.add(script.name, f"{metric}_us", statistics.median(per_block[script.name]))
+        results.add(script.name, f"{metric}_rate", total / elapsed[script.name])
+        results.inner.setdefault(script.name, {})[metric] = {
+            command: (n / total, spent / total)
+            for command, (n, spent) in inner[script.name].items()
+        }
     return replies
 
 
-def server_side_phases(client: redis.Redis, results: Results, script: Script, jobs: int,
-                       clock: Clock) -> None:
-    """put N, pop N with count 1, complete N: each phase timed on the server."""
-    client.flushall()
-    puts = measure(client, results, script, "put", put_calls(jobs, clock))
-    if script.real:
-        assert puts == [jid_for(i).encode() for i in range(jobs)], f"{script.name}: put replies"
-    pops = measure(client, results, script, "pop",
-                   [["pop", clock.tick(), QUEUE, WORKER, 1] for _ in range(jobs)])
-    if script.real:
-        jids = [jid for reply in pops for jid in popped_jids(reply, 1)]
-        assert sorted(jids) == [jid_for(i) for i in range(jobs)], f"{script.name}: pop lost jobs"
-    else:
-        jids = [jid_for(i) for i in range(jobs)]
-    done = measure(client, results, script, "complete",
-                   [["complete", clock.tick(), jid, WORKER, QUEUE, "{}"] for jid in jids])
-    if script.real:
-        assert set(done) == {b"complete"}, f"{script.name}: complete replies {set(done)}"
-    # A command that does almost nothing shows the fixed cost each EVALSHA pays for the script.
-    floor = measure(client, results, script, "config",
-                    [["config.get", clock.tick(), "heartbeat"] for _ in range(jobs)])
-    if script.real:
-        assert set(floor) == {60}, f"{script.name}: config.get heartbeat gave {set(floor)}"
-
-
-def worker_throughput(client: redis.Redis, results: Results, script: Script, jobs: int,
-                      batch: int, clock: Clock) -> None:
-    """Jobs/s of a worker loop: one pop of `batch` jobs, then their completes in one pipeline."""
-    client.flushall()
-    run_pipelined(client, script.sha, put_calls(jobs, clock))
-    done = 0
-    started = time.perf_counter()
-    for _ in range(-(-jobs // batch)):
-        reply = client.evalsha(script.sha, 0, "pop", clock.tick(), QUEUE, WORKER, batch)
+def server_side_phases(scripts: list[Script], results: Results, jobs: int) -> None:
+    """put N, pop N with count 1, complete N, config.get N: each phase timed on the server."""
+    for script in scripts:
+        script.client.flushdb()
+    expected_jids = [jid_for(i) for i in range(jobs)]
+    puts = interleaved(scripts, results, "put",
+                       {s.name: put_calls(jobs, s.clock) for s in scripts})
+    pops = interleaved(scripts, results, "pop", {
+        s.name: [["pop", s.clock.tick(), QUEUE, WORKER, 1] for _ in range(jobs)] for s in scripts
+    })
+    completes: dict[str, list[Call]] = {}
+    for script in scripts:
+        jids = expected_jids
         if script.real:
-            jids = popped_jids(reply, min(batch, jobs - done))
-        else:
-            jids = [jid_for(i) for i in range(done, min(done + batch, jobs))]
-        pipe = client.pipeline(transaction=False)
-        for jid in jids:
-            pipe.evalsha(script.sha, 0, "complete", clock.tick(), jid, WORKER, QUEUE, "{}")
-        replies = pipe.execute()
-        assert not script.real or set(replies) == {b"complete"}, f"{script.name}: complete"
-        done += len(jids)
-    elapsed = time.perf_counter() - started
-    assert done == jobs, f"{script.name}: worker loop completed {done} of {jobs}"
-    results.add(script.name, f"cycle{batch}_rate", jobs / elapsed)
+            assert puts[script.name] == [jid.encode() for jid in jids], f"{script.name}: put"
+            jids = [jid for reply in pops[script.name] for jid in popped_jids(reply, 1)]
+            assert sorted(jids) == expected_jids, f"{script.name}: pop lost jobs"
+        completes[script.name] = [["complete", script.clock.tick(), jid, WORKER, QUEUE, "{}"]
+                                  for jid in jids]
+    done = interleaved(scripts, results, "complete", completes)
+    # A command that does almost nothing shows the fixed cost each EVALSHA pays for the script.
+    floor = interleaved(scripts, results, "config", {
+        s.name: [["config.get", s.clock.tick(), "heartbeat"] for _ in range(jobs)] for s in scripts
+    })
+    for script in scripts:
+        if script.real:
+            assert set(done[script.name]) == {b"complete"}, f"{script.name}: complete replies"
+            assert set(floor[script.name]) == {60}, f"{script.name}: config.get heartbeat"
 
 
-def load_scripts(client: redis.Redis, ours: Path) -> list[Script]:
-    """Our script (when built), reqless' and the no-op, each loaded into the server."""
-    scripts = []
+def worker_step(script: Script, batch: int, done: int, jobs: int) -> int:
+    """One worker iteration: pop `batch` jobs, complete them in one pipeline; returns the count."""
+    reply = script.client.evalsha(script.sha, 0, "pop", script.clock.tick(), QUEUE, WORKER, batch)
+    wanted = min(batch, jobs - done)
+    jids = popped_jids(reply, wanted) if script.real else [jid_for(done + i) for i in range(wanted)]
+    pipe = script.client.pipeline(transaction=False)
+    for jid in jids:
+        pipe.evalsha(script.sha, 0, "complete", script.clock.tick(), jid, WORKER, QUEUE, "{}")
+    replies = pipe.execute()
+    assert not script.real or set(replies) == {b"complete"}, f"{script.name}: complete replies"
+    return len(jids)
+
+
+def worker_throughput(scripts: list[Script], results: Results, jobs: int, batch: int) -> None:
+    """Jobs/s of a worker loop per script, the scripts taking turns iteration by iteration."""
+    for script in scripts:
+        script.client.flushdb()
+        run_pipelined(script, put_calls(jobs, script.clock))
+    done = dict.fromkeys((s.name for s in scripts), 0)
+    elapsed = dict.fromkeys(done, 0.0)
+    for _ in range(-(-jobs // batch)):
+        for script in scripts:
+            began = time.perf_counter()
+            done[script.name] += worker_step(script, batch, done[script.name], jobs)
+            elapsed[script.name] += time.perf_counter() - began
+    for script in scripts:
+        assert done[script.name] == jobs, f"{script.name}: worker loop did {done[script.name]}"
+        results.add(script.name, f"cycle{batch}_rate", jobs / elapsed[script.name])
+
+
+def load_scripts(server: RedisServer, ours: Path) -> list[Script]:
+    """Our script (when built), reqless' and the no-op, each loaded, each on its own database."""
+    sources = []
     if ours.exists():
-        scripts.append(Script("ours", ours.read_text(encoding="utf-8")))
+        sources.append(("ours", ours.read_text(encoding="utf-8"), True))
     else:
         print(f"note: {ours} does not exist yet; measuring reqless and the floor only")
-    scripts.append(Script("reqless", fetch_reqless_source()))
-    scripts.append(Script("no-op", NOOP_SOURCE, real=False))
-    for script in scripts:
-        script.sha = str(client.script_load(script.source))
+    sources.append(("reqless", fetch_reqless_source(), True))
+    sources.append(("no-op", NOOP_SOURCE, False))
+    scripts = []
+    for db, (name, source, real) in enumerate(sources):
+        client = server.client(db=db)
+        scripts.append(Script(name, source, client, real, str(client.script_load(source))))
     return scripts
 
 
@@ -281,7 +310,7 @@ def render_profile(results: Results, names: list[str]) -> str:
             total = results.median(name, f"{metric}_us") or 0.0
             in_redis = sum(usec for _, usec in inner.values())
             out.append(f"{name} {metric}: {total:.1f} us/call, {in_redis:.1f} us in redis.call, "
-                       f"{total - in_redis:.1f} us in Lua/cjson (last round)")
+                       f"{total - in_redis:.1f} us in Lua/cjson")
             for command, (calls, usec) in sorted(inner.items(), key=lambda kv: -kv[1][1]):
                 out.append(f"    {command:<22} {calls:6.2f} calls  {usec:6.2f} us")
     return "\n".join(out)
@@ -302,7 +331,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs per phase (20000)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds, medians kept (1)")
     parser.add_argument("--redis-server", default=None, help="redis-server binary")
     parser.add_argument("--ours", type=Path, default=OURS_PATH, help="our built script")
     parser.add_argument("--profile", action="store_true", help="print Redis calls per command")
@@ -314,18 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     server = RedisServer(binary=args.redis_server or find_redis_server()).start()
     try:
-        client = server.client()
-        scripts = load_scripts(client, args.ours)
+        scripts = load_scripts(server, args.ours)
         version = ".".join(map(str, server.version))
         print(f"redis-server {version} ({server.binary}), {os.cpu_count()} cores, "
-              f"{args.jobs} jobs per phase, {args.rounds} rounds, "
+              f"{args.jobs} jobs per phase, {args.rounds} round(s), "
               f"{time.strftime('%Y-%m-%d %H:%M')}", flush=True)
-        results, clock = Results(), Clock()
+        results = Results()
         for round_number in range(1, args.rounds + 1):
-            for script in scripts:  # interleaved so background load hits every script alike
-                server_side_phases(client, results, script, args.jobs, clock)
-                for batch in (1, 50):
-                    worker_throughput(client, results, script, args.jobs, batch, clock)
+            server_side_phases(scripts, results, args.jobs)
+            for batch in (1, 50):
+                worker_throughput(scripts, results, args.jobs, batch)
             print(f"round {round_number}/{args.rounds} done", file=sys.stderr)
         add_cycle_totals(results)
         names = [script.name for script in scripts]
