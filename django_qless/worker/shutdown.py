@@ -38,6 +38,8 @@ class SignalHandlers:
             return False
         for signum in GRACEFUL:
             self._previous[signum] = signal.signal(signum, self._on_signal)
+        # A supervisor forks its workers with these blocked (see supervisor.py).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, GRACEFUL)
         if hasattr(signal, "SIGUSR1"):
             faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
         self.installed = True

@@ -58,9 +58,15 @@ class Supervisor:
     def _spawn(self, slot: int) -> None:
         """Fork one worker process."""
         connections.close_all()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child, which never returns here
-            self._child(slot)
+        # Signals stay blocked in the child until its worker has installed its handlers;
+        # one sent meanwhile is delivered then, instead of killing a half-started process.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, GRACEFUL)
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child, which never returns here
+                self._child(slot)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.children[pid] = (slot, time.monotonic())
         logger.info("qless supervisor: started worker process %s (slot %s)", pid, slot)
 
@@ -92,12 +98,12 @@ class Supervisor:
         logger.info("qless supervisor: worker process %s exited with %s", pid, code)
         if self.signals or not self.restart:
             return
-        if time.monotonic() - started < MIN_UPTIME:
-            if code != 0:
-                # Dying at start-up is a configuration problem: restarting will not fix it.
-                logger.error("qless supervisor: worker process failed at start-up; stopping")
-                self._on_signal(signal.SIGTERM, None)
-                return
+        if code != 0 and time.monotonic() - started < MIN_UPTIME:
+            # Dying at start-up is a configuration problem: restarting will not fix it.
+            logger.error("qless supervisor: worker process failed at start-up; stopping")
+            self._on_signal(signal.SIGTERM, None)
+            return
+        if code != 0:
             time.sleep(RESTART_DELAY)
         if not self.signals:
             self._spawn(slot)

@@ -105,3 +105,11 @@ def test_worker_names_are_unique_per_worker(qless: Client) -> None:
     for name in names:
         assert re.fullmatch(r"[A-Za-z0-9_.-]+-\d+-[0-9a-f]{8}", name)
     assert Worker(options.replace(name="fixed"), client=qless).name == "fixed"
+
+
+def test_max_memory_stops_the_worker_after_the_job(qless: Client, put: Callable[..., str],
+                                                   run_worker: Callable[..., Worker]) -> None:
+    jids = [put("worker.noop") for _ in range(3)]
+    worker = run_worker("q", burst=False, max_memory=1)  # any Python process is above 1 MiB
+    assert [job_state(qless, jid) for jid in jids] == ["complete", "waiting", "waiting"]
+    assert re.fullmatch(r"memory \d+ MiB above max 1 MiB", worker.stop.reason)

@@ -186,3 +186,25 @@ def test_frozen_worker_discards_its_job_on_resume_and_keeps_working(
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.output()
     assert "Traceback" not in worker.output()
+
+
+def test_supervisor_replaces_children_that_reach_their_job_limit(
+    qless: Client, put: Callable[..., str], spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.mark", str(n)) for n in range(5)]
+    worker = spawn("q", "--processes", "2", "--max-jobs", "1")
+    wait_for(lambda: all(job_state(qless, jid) == "complete" for jid in jids), timeout=10)
+    assert len({entry["pid"] for entry in ledger()}) == 5  # one process per job
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+
+
+def test_reload_mode_runs_the_worker_in_a_reloaded_child(
+    qless: Client, put: Callable[..., str], spawn: Spawn, ledger: Ledger,
+) -> None:
+    jid = put("worker.mark")
+    worker = spawn("q", "--reload")
+    wait_for(lambda: job_state(qless, jid) == "complete", timeout=10)
+    assert ledger()[0]["pid"] != worker.proc.pid  # run by the reloader's child process
+    worker.signal(signal.SIGINT)
+    worker.wait()
