@@ -35,6 +35,7 @@ DEFAULT_ALIAS = "default"
 TOP_KEYS = (
     "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
     "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
+    "RECURRING",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = (
@@ -95,6 +96,8 @@ class QlessSettings:
     max_payload_bytes: int = 1_048_576
     heartbeat: float | None = None
     admin: AdminSettings = AdminSettings()
+    #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
+    recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         max_payload_bytes=cast(int, reader.integer(raw, "MAX_PAYLOAD_BYTES", "QLESS", 1_048_576)),
         heartbeat=heartbeat,
         admin=read_admin(reader, raw.get("ADMIN", {})),
+        recurring=MappingProxyType(reader.mapping(raw, "RECURRING", "QLESS")),
     )
     return (None if reader.problems else result), tuple(reader.problems)
 
@@ -335,6 +339,15 @@ class Reader:
             self.error("E003", f"{path}[{key!r}]", f"must be a number {bound}, got {value!r}")
             return default
         return float(value)
+
+    def mapping(self, raw: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
+        """A dict with string keys (empty when absent)."""
+        value = raw.get(key, {})
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            self.error("E003", f"{path}[{key!r}]",
+                       f"must be a dict with string keys, got {value!r}")
+            return {}
+        return dict(value)
 
     def queue_name(self, raw: Mapping[str, Any], key: str, path: str, default: str) -> str:
         """A valid qless queue name."""

@@ -9,11 +9,14 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 from .exceptions import InvalidJobError
 from .jobs import JobDefinition, seconds
+from .recurring.schedule import Every, Schedule
 from .registry import registry
 from .retry import RetryPolicy
 
 P = ParamSpec("P")
 R = TypeVar("R")
+#: What `recur=` accepts: a schedule, its timing alone, or several named schedules.
+Recur = Schedule | Every | timedelta | float | Sequence[Schedule] | None
 
 
 @overload
@@ -37,6 +40,7 @@ def qless_job(
     takes_job: Literal[False] = False,
     connection: str | None = None,
     on_commit: bool | None = None,
+    recur: Recur = None,
 ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
 
@@ -57,6 +61,7 @@ def qless_job(
     takes_job: Literal[True],
     connection: str | None = None,
     on_commit: bool | None = None,
+    recur: Recur = None,
 ) -> Callable[[Callable[Concatenate[Any, P], R]], JobDefinition[P, R]]: ...
 
 
@@ -65,6 +70,7 @@ def qless_job(func: Callable[..., Any] | None = None, /, **options: Any) -> Any:
 
     The klass name defaults to `module.qualname`. With `takes_job=True` the function's
     first parameter, `job`, receives the running job and is not passed to `.enqueue()`.
+    `recur=` declares recurring schedules that `manage.py qless_recur` writes to Redis.
     """
     if func is not None:
         if options:

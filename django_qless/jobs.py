@@ -31,6 +31,7 @@ from .exceptions import (
     QlessConfigurationError,
     QlessError,
 )
+from .recurring.schedule import Schedule, as_schedules
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class JobDefinition(Generic[P, R]):
     jid: str | None = None
     on_commit: bool | None = None  # None: QLESS["ENQUEUE_ON_COMMIT"]
     db_alias: str | None = None
+    #: Schedules from `@qless_job(recur=...)`; `manage.py qless_recur` writes them to Redis.
+    recur: tuple[Schedule, ...] = field(default=(), compare=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -333,6 +336,7 @@ def normalise(defn: JobDefinition[Any, Any]) -> None:
         raise TypeError("on_commit must be True, False or None")
     if defn.retry_policy is not None and not isinstance(defn.retry_policy, RetryPolicy):
         raise TypeError("retry_policy must be a RetryPolicy")
+    put("recur", as_schedules(defn.recur))
     put("signature", inspect.signature(defn.func))
     if defn.takes_job and next(iter(defn.signature.parameters), None) != "job":
         raise TypeError("takes_job=True needs a first parameter named 'job'")
