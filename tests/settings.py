@@ -22,6 +22,7 @@ INSTALLED_APPS = [
     "django_qless",
     "tests.testapp",
     "tests.workerapp",
+    "tests.recurapp",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
