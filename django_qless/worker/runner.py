@@ -12,6 +12,7 @@ from django.db import close_old_connections
 
 from .. import signals
 from ..core import Job, LockLostError, RetryJob, UnknownJobError
+from ..exceptions import BadPayloadError
 from ..registry import registry
 from .failures import group_for, message_for, truncate
 from .interrupt import Interrupter, JobInterrupted, ShutdownTimeout
@@ -116,7 +117,10 @@ class JobRunner:
         exc = outcome.exc or RuntimeError(f"job {job.jid} ended as {outcome.kind}")
         group, message = group_for(job.queue_name, exc), message_for(exc)
         policy = definition.retry_policy
-        if policy is not None and policy.should_retry(exc):
+        # Data that does not fit the function will not fit it on the next try either.
+        if policy is not None and policy.should_retry(exc) and not isinstance(
+            exc, BadPayloadError
+        ):
             attempt = max(job.retries - job.remaining + 1, 1)
             return self._retry(definition, job, outcome, policy.delay_for(attempt), group, message)
         job.fail(group, message)

@@ -72,14 +72,17 @@ def test_unknown_klass_fails_at_once_and_is_never_imported(
     assert "job_started" not in sent.names()
 
 
-def test_bad_payload_fails_into_its_own_group(
-    qless: Client, run_worker: Callable[..., Worker]
+@pytest.mark.parametrize("klass", ["worker.mark", "worker.flaky"])
+def test_bad_payload_fails_into_its_own_group_without_retry(
+    klass: str, qless: Client, run_worker: Callable[..., Worker]
 ) -> None:
-    jid = qless.queue("q").put("worker.mark", {"args": "not a list"})
+    # worker.flaky has a retry policy covering every Exception: a bad payload is still final.
+    jid = qless.queue("q").put(klass, {"args": "not a list"}, retries=2)
     run_worker("q")
     job = qless.get_job(jid)
-    assert job is not None and job.failure is not None
+    assert job is not None and job.state == "failed" and job.failure is not None
     assert job.failure.group == "q-BadPayloadError"
+    assert job.remaining == 2
 
 
 @pytest.fixture
