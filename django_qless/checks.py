@@ -56,3 +56,15 @@ def check_jobs(
                 obj=defn.name, id="django_qless.W001",
             ))
     return messages
+
+
+@register(TAG)
+def check_recurring(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Declared recurring schedules: registered job, valid timing, known options."""
+    if conf.problems():
+        return []  # check_settings reports those
+    from .recurring.checks import recurring_messages  # noqa: PLC0415 - keeps checks.py light
+
+    return recurring_messages()

@@ -154,7 +154,8 @@ class Every:
         """Short text such as `every 1d at 03:00 Europe/Paris` or `every 1h +15m`."""
         text = f"every {duration(self.interval)}"
         if self.at is not None:
-            return f"{text} at {self.at.isoformat()} {self.tz}"
+            spec = "seconds" if self.at.second else "minutes"
+            return f"{text} at {self.at.isoformat(timespec=spec)} {self.tz}"
         if self.anchor is not None:
             return f"{text} from {self.anchor.isoformat()}"
         return f"{text} +{duration(self.offset)}" if self.offset else text

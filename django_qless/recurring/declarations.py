@@ -1,0 +1,193 @@
+"""Collect the declared schedules (`@qless_job(recur=...)`, `QLESS["RECURRING"]`) and resolve them.
+
+Resolving fills in what each template will hold (klass, queue, connection, priority, tags,
+retries, backlog, JSON data) the way `.enqueue()` would, so a schedule that could not be
+enqueued is reported here, before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..conf import Problem, QlessSettings, get_settings
+from ..core import validation
+from ..exceptions import QlessError
+from ..jobs import JobDefinition
+from ..registry import Registry, registry
+from .schedule import (
+    DEFAULT_BACKLOG,
+    MANAGED_TAG,
+    Every,
+    Schedule,
+    as_every,
+    every,
+    schedule_jid,
+)
+
+#: Keys of a `QLESS["RECURRING"]` entry.
+SETTING_KEYS = (
+    "JOB", "EVERY", "AT", "TZ", "OFFSET", "ANCHOR", "QUEUE", "PRIORITY", "TAGS", "RETRIES",
+    "BACKLOG", "ARGS", "KWARGS", "CONNECTION",
+)
+TIMING_KEYS = ("AT", "TZ", "OFFSET", "ANCHOR")
+#: qless's own retries default, used when neither the job nor the schedule sets one.
+DEFAULT_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A schedule resolved to the recurring template it should be in Redis."""
+
+    name: str
+    jid: str
+    klass: str
+    queue: str
+    connection: str
+    every: Every
+    priority: float
+    tags: tuple[str, ...]
+    retries: int
+    #: As qless stores it: 0 spawns every missed run, n > 0 at most n + 1 after downtime.
+    backlog: int
+    data: Mapping[str, Any]
+    encoded: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """Every resolved schedule (sorted by name) and what is wrong with the others."""
+
+    items: tuple[Declared, ...]
+    problems: tuple[Problem, ...]
+
+
+def collect(settings: QlessSettings | None = None, jobs: Registry | None = None) -> Declarations:
+    """Resolve the schedules of every registered job and of `QLESS["RECURRING"]`."""
+    settings = settings or get_settings()
+    jobs = jobs or registry
+    found: list[Declared] = []
+    problems: list[Problem] = []
+    for defn in jobs.all():
+        for schedule in defn.recur:
+            where = f"@qless_job {defn.name}"
+            _add(found, problems, defn, schedule, settings, where)
+    for name, entry in settings.recurring.items():
+        where = f"QLESS['RECURRING'][{name!r}]"
+        try:
+            klass, schedule = from_setting(name, entry)
+        except ValueError as exc:
+            problems.append(Problem("django_qless.E020", where, str(exc)))
+            continue
+        target = jobs.lookup(klass)
+        if target is None:
+            problems.append(Problem(
+                "django_qless.E021", f"{where}['JOB']",
+                f"names {klass!r}, which is not a registered job (is it decorated with "
+                "@qless_job in a qless_jobs.py of an installed app?)",
+            ))
+            continue
+        _add(found, problems, target, schedule, settings, where)
+    problems += _duplicates(found)
+    return Declarations(tuple(sorted(found, key=lambda d: d.name)), tuple(problems))
+
+
+def _add(
+    found: list[Declared], problems: list[Problem], defn: JobDefinition[Any, Any],
+    schedule: Schedule, settings: QlessSettings, where: str,
+) -> None:
+    """Resolve one schedule into `found`, or record why it cannot be."""
+    try:
+        found.append(resolve(defn, schedule, settings, where))
+    except (QlessError, TypeError, ValueError) as exc:
+        problems.append(Problem("django_qless.E023", where, f"cannot be scheduled: {exc}"))
+
+
+def resolve(
+    defn: JobDefinition[Any, Any], schedule: Schedule, settings: QlessSettings, where: str
+) -> Declared:
+    """The template for `schedule` of job `defn` (the job's options fill the gaps)."""
+    name = validation.label(schedule.name or defn.name, "schedule name")
+    variant = defn.using(
+        queue=schedule.queue, priority=schedule.priority, tags=schedule.tags,
+        retries=schedule.retries, connection=schedule.connection,
+    )
+    # The same checks as .enqueue(): arguments fit the function, JSON, size, connection.
+    submission = variant.prepare(settings, schedule.args, schedule.kwargs)
+    return Declared(
+        name=name,
+        jid=schedule_jid(name),
+        klass=defn.name,
+        queue=submission.queue,
+        connection=submission.connection,
+        every=schedule.every,
+        priority=submission.priority or 0,
+        tags=tuple(dict.fromkeys([*submission.tags, MANAGED_TAG])),
+        retries=DEFAULT_RETRIES if submission.retries is None else submission.retries,
+        backlog=schedule.backlog or 0,
+        data=json.loads(submission.encoded),
+        encoded=submission.encoded,
+        source=where,
+    )
+
+
+def from_setting(name: str, entry: object) -> tuple[str, Schedule]:
+    """The job klass and `Schedule` of one `QLESS["RECURRING"]` entry."""
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"must be a dict with JOB and EVERY, got {entry!r}")
+    unknown = sorted(str(key) for key in entry if key not in SETTING_KEYS)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)}; expected some of {SETTING_KEYS}")
+    missing = [key for key in ("JOB", "EVERY") if key not in entry]
+    if missing:
+        raise ValueError(f"needs {' and '.join(missing)}")
+    klass = entry["JOB"]
+    if not isinstance(klass, str) or not klass:
+        raise ValueError(f"JOB must be a job name (klass), got {klass!r}")
+    schedule = Schedule(
+        timing(entry),
+        name=name,
+        args=entry.get("ARGS", ()),
+        kwargs=entry.get("KWARGS", {}),
+        queue=entry.get("QUEUE"),
+        priority=entry.get("PRIORITY"),
+        tags=entry.get("TAGS"),
+        retries=entry.get("RETRIES"),
+        backlog=entry.get("BACKLOG", DEFAULT_BACKLOG),
+        connection=entry.get("CONNECTION"),
+    )
+    return klass, schedule
+
+
+def timing(entry: Mapping[str, Any]) -> Every:
+    """EVERY (an `every(...)`, a timedelta or seconds) with the optional AT/TZ/OFFSET/ANCHOR."""
+    value = entry["EVERY"]
+    extra = [key for key in TIMING_KEYS if key in entry]
+    if isinstance(value, Every):
+        if extra:
+            raise ValueError(f"give {', '.join(extra)} inside every(...), not next to it")
+        return value
+    if not extra:
+        return as_every(value)
+    return every(
+        seconds=as_every(value).interval, at=entry.get("AT"), tz=entry.get("TZ", "UTC"),
+        offset=entry.get("OFFSET", 0), anchor=entry.get("ANCHOR"),
+    )
+
+
+def _duplicates(found: list[Declared]) -> list[Problem]:
+    """Two schedules with the same name (hence the same jid) cannot both exist."""
+    seen: dict[str, Declared] = {}
+    problems = []
+    for declared in found:
+        other = seen.setdefault(declared.jid, declared)
+        if other is not declared:
+            problems.append(Problem(
+                "django_qless.E022", declared.source,
+                f"declares schedule {declared.name!r}, already declared by {other.source}; "
+                "give one of them another name (Schedule(name=...) or another RECURRING key)",
+            ))
+    return problems

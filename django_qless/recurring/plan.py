@@ -1,0 +1,201 @@
+"""The sync plan: a pure function of the declarations, the templates in Redis, and `now`.
+
+For one Redis database, each declared schedule is `create`d, `update`d or left
+`unchanged`; each managed template that is no longer declared is a `remove` (with
+`--prune`, or at once when it moved to another connection) or an `orphan` (kept).
+A declared jid held by a template without the managed tag is a `conflict`: it is
+reported and nothing is written. Templates that are not managed are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .declarations import Declared
+from .schedule import MANAGED_TAG
+
+Kind = Literal["create", "update", "unchanged", "remove", "orphan", "conflict"]
+KINDS: tuple[Kind, ...] = ("create", "update", "unchanged", "remove", "orphan", "conflict")
+#: Actions that write to Redis.
+WRITES: frozenset[Kind] = frozenset({"create", "update", "remove"})
+#: Fields `recur.update` can change without touching the next run time.
+UPDATABLE = ("klass", "queue", "priority", "retries", "backlog", "data")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A recurring template as read from Redis: `recur.get` plus its next run time."""
+
+    jid: str
+    klass: str
+    queue: str
+    priority: float
+    interval: float
+    retries: int
+    backlog: int
+    data: str
+    tags: tuple[str, ...]
+    count: int
+    #: Score in `ql:q:<queue>-recur`; None if the template is missing from that set.
+    next_run: float | None
+
+    @property
+    def managed(self) -> bool:
+        """Whether django_qless manages this template (it carries the reserved tag)."""
+        return MANAGED_TAG in self.tags
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field that differs: what Redis has, what the declaration wants."""
+
+    name: str
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the sync does about one jid."""
+
+    kind: Kind
+    jid: str
+    declared: Declared | None = None
+    found: Template | None = None
+    changes: tuple[Change, ...] = ()
+    #: Whether applying needs `recur` (interval or phase changed, or a create).
+    reschedule: bool = False
+    #: Next run time once applied (for creates and reschedules: the next aligned run).
+    next_run: float | None = None
+    reason: str = ""
+
+    @property
+    def name(self) -> str | None:
+        """The schedule name, when declared."""
+        return self.declared.name if self.declared else None
+
+    @property
+    def klass(self) -> str:
+        """The job klass (declared, else found)."""
+        if self.declared is not None:
+            return self.declared.klass
+        return self.found.klass if self.found is not None else ""
+
+    @property
+    def queue(self) -> str:
+        """The queue (declared, else found)."""
+        if self.declared is not None:
+            return self.declared.queue
+        return self.found.queue if self.found is not None else ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Actions for one database, in a stable order, plus the unmanaged jids left alone."""
+
+    now: float
+    actions: tuple[Action, ...]
+    unmanaged: tuple[str, ...] = field(default=())
+
+    @property
+    def writes(self) -> tuple[Action, ...]:
+        """The actions that change Redis."""
+        return tuple(a for a in self.actions if a.kind in WRITES)
+
+    @property
+    def conflicts(self) -> tuple[Action, ...]:
+        """Declared jids held by templates django_qless does not manage."""
+        return tuple(a for a in self.actions if a.kind == "conflict")
+
+    def counts(self) -> dict[str, int]:
+        """Number of actions of each kind (every kind present, zeros included)."""
+        counted = Counter(a.kind for a in self.actions)
+        return {kind: counted[kind] for kind in KINDS}
+
+
+def compute_plan(
+    declared: Sequence[Declared],
+    found: Iterable[Template],
+    *,
+    now: float,
+    prune: bool = False,
+    declared_elsewhere: Mapping[str, str] | None = None,
+) -> Plan:
+    """Diff the declarations of one database with its templates (no I/O).
+
+    `declared_elsewhere` maps the jids declared on other databases to their connection:
+    a managed copy here is removed even without `prune`, or the job would run twice.
+    """
+    elsewhere = declared_elsewhere or {}
+    by_jid = {template.jid: template for template in found}
+    actions = [_declared_action(d, by_jid.get(d.jid), now) for d in declared]
+    wanted = {d.jid for d in declared}
+    unmanaged: list[str] = []
+    for jid in sorted(set(by_jid) - wanted):
+        template = by_jid[jid]
+        if not template.managed:
+            unmanaged.append(jid)
+        elif jid in elsewhere:
+            actions.append(Action("remove", jid, found=template,
+                                  reason=f"moved to connection {elsewhere[jid]!r}"))
+        elif prune:
+            actions.append(Action("remove", jid, found=template, reason="no longer declared"))
+        else:
+            actions.append(Action("orphan", jid, found=template,
+                                  reason="no longer declared; --prune removes it"))
+    return Plan(now=now, actions=tuple(actions), unmanaged=tuple(unmanaged))
+
+
+def _declared_action(declared: Declared, template: Template | None, now: float) -> Action:
+    """create / update / unchanged / conflict for one declared schedule."""
+    if template is None:
+        return Action("create", declared.jid, declared=declared, reschedule=True,
+                      next_run=declared.every.next_run(now))
+    if not template.managed:
+        return Action(
+            "conflict", declared.jid, declared=declared, found=template,
+            reason=f"a recurring job with this jid exists without the {MANAGED_TAG!r} tag; "
+            "unrecur it, or tag it to hand it over",
+        )
+    changes = diff(declared, template, now)
+    reschedule = any(c.name in ("interval", "next_run") for c in changes)
+    if not changes:
+        return Action("unchanged", declared.jid, declared=declared, found=template,
+                      next_run=template.next_run)
+    return Action(
+        "update", declared.jid, declared=declared, found=template, changes=changes,
+        reschedule=reschedule,
+        next_run=declared.every.next_run(now) if reschedule else template.next_run,
+    )
+
+
+def diff(declared: Declared, template: Template, now: float) -> tuple[Change, ...]:
+    """The fields of `template` that differ from the declaration."""
+    changes = [
+        Change(name, getattr(template, name), getattr(declared, name))
+        for name in ("klass", "queue", "priority", "retries", "backlog")
+        if getattr(template, name) != getattr(declared, name)
+    ]
+    if _decoded(template.data) != declared.data:
+        changes.append(Change("data", template.data, declared.encoded))
+    if set(template.tags) != set(declared.tags):
+        changes.append(Change("tags", template.tags, declared.tags))
+    every = declared.every
+    if template.interval != every.interval:
+        changes.append(Change("interval", template.interval, every.interval))
+    elif template.next_run is None or not every.aligned(template.next_run, now):
+        # The phase moved (new offset, anchor or DST rule): realign on the next run.
+        changes.append(Change("next_run", template.next_run, every.next_run(now)))
+    return tuple(changes)
+
+
+def _decoded(raw: str) -> Any:
+    """A template's JSON data, or the raw text when it is not JSON (so it differs)."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
