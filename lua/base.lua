@@ -99,9 +99,10 @@ local function json_list(raw, message)
   return list
 end
 
--- Reads `name value` pairs from args[first..]; refuses an odd count and names
--- not in `allowed` (space-separated, e.g. ' next delay '), so a typo never
--- silently does nothing.
+-- Reads `name value` pairs from args[first..] into a table; refuses an odd
+-- count. With `unknown` (an error prefix), names not in `allowed`
+-- (space-separated, e.g. ' next delay ') are refused; without it they are
+-- ignored, as put and complete must for clients that send extra pairs.
 local function parse_options(args, first, allowed, unknown)
   local options = {}
   local n = #args
@@ -110,10 +111,11 @@ local function parse_options(args, first, allowed, unknown)
   end
   for i = first, n, 2 do
     local name = args[i]
-    if string.find(name, ' ', 1, true) or not string.find(allowed, ' ' .. name .. ' ', 1, true) then
+    if not string.find(name, ' ', 1, true) and string.find(allowed, ' ' .. name .. ' ', 1, true) then
+      options[name] = args[i + 1]
+    elseif unknown then
       error(unknown .. '"' .. name .. '"')
     end
-    options[name] = args[i + 1]
   end
   return options
 end

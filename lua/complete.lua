@@ -11,7 +11,7 @@ local function parse_complete(args)
   if args[4] == nil or not decode(args[4]) then
     error('Complete(): Arg "data" missing or not JSON: ' .. tostring(args[4]))
   end
-  local options = parse_options(args, 5, ' next delay depends ', 'Complete(): Unrecognized option ')
+  local options = parse_options(args, 5, ' next delay depends ')
   parsed.next = options['next']
   parsed.delay = need_number(options['delay'] or 0, 'Complete(): Arg "delay" not a number: ')
   parsed.depends = options['depends'] and json_list(options['depends'], 'Complete(): Arg "depends" not JSON: ')
@@ -134,7 +134,7 @@ end
   Errors: Complete(): Arg "jid"/"worker"/"queue" missing |
           Arg "data" missing or not JSON: <v> | Arg "delay" not a number: <v> |
           Arg "depends" not JSON: <v> | "delay" cannot be used without a "next". |
-          "depends" cannot be used without a "next". | Unrecognized option "<x>" |
+          "depends" cannot be used without a "next". |
           Odd number of additional args: <args> | Job <jid> does not exist |
           is not currently running: <state> | has been handed out to another worker: <w> |
           running in another queue: <q> | cannot depend on itself | would create a dependency cycle

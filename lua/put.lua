@@ -1,16 +1,17 @@
 -- put.lua: put and requeue.
 
-local function is_json(raw)
-  local ok, value = pcall(decode, raw)
-  return ok and value ~= nil
-end
-
 -- qless-py 0.11 sends put without the worker argument: 5 positionals plus
--- pairs (an odd count), where a well-formed call has 6 plus pairs. An odd
--- count whose 4th/5th arguments look like data/delay is that legacy form.
+-- pairs (an odd count), where a well-formed call has 6 plus pairs. It is
+-- taken for that legacy form only when it cannot be a malformed new-style
+-- call: odd count, a number where the legacy delay is (5th) and nothing or a
+-- put option name 6th. Every other odd call keeps its usual error.
+local LEGACY_OPTION = ' priority tags retries depends '
+
 local function put_positionals(args)
-  local n = #args
-  if n % 2 == 1 and finite(args[6]) == nil and finite(args[5]) ~= nil and is_json(args[4]) then
+  local sixth = args[6]
+  if #args % 2 == 1 and tonumber(args[5]) ~= nil
+    and (sixth == nil or (not string.find(sixth, ' ', 1, true)
+      and string.find(LEGACY_OPTION, ' ' .. sixth .. ' ', 1, true))) then
     return extend({ '' }, args)
   end
   return args
@@ -30,7 +31,7 @@ function QlessQueue.parse_put(args)
     error('Put(): Arg "data" missing or not JSON: ' .. tostring(a[5]))
   end
   p.delay = need_number(a[6], 'Put(): Arg "delay" not a number: ')
-  local options = parse_options(a, 7, ' priority tags retries depends ', 'Put(): Unrecognized option ')
+  local options = parse_options(a, 7, ' priority tags retries depends ')
   if options['retries'] then
     p.retries = need_number(options['retries'], 'Put(): Arg "retries" not a number: ')
   end
@@ -120,8 +121,7 @@ end
   Errors: Put(): Arg "queue"/"jid"/"klass" missing | Arg "data" missing or not JSON: <v> |
           Arg "delay" not a number: <v> | Arg "retries" not a number: <v> |
           Arg "priority" not a number<v> (sic) | Arg "tags" not JSON<v> (sic) |
-          Arg "depends" not JSON: <v> | Unrecognized option "<x>" |
-          Odd number of additional args: <args> | Job <jid> cannot depend on itself |
+          Arg "depends" not JSON: <v> | Odd number of additional args: <args> | Job <jid> cannot depend on itself |
           Job <jid> depending on <jids> would create a dependency cycle;
           cjson's own text for invalid JSON.
   Publishes ql:log {jid, event:"put", queue}; ql:put if tracked; lock_lost (see above).

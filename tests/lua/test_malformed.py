@@ -105,7 +105,6 @@ CASES: list[Case] = [
     case("put-depends-not-json", "put", *PUT, "depends", "[bad"),
     case("put-odd-options", "put", *PUT, "priority"),
     case("put-odd-options-3", "put", *PUT, "priority", 1, "tags"),
-    case("put-unknown-option", "put", *PUT, "bogus", 1),
     case("requeue-data-not-json", "requeue", "client", "q", "wait", "K", "{bad", 0),
     case("requeue-delay-string", "requeue", "client", "q", "wait", "K", "{}", "x"),
     # pop / peek
@@ -125,7 +124,6 @@ CASES: list[Case] = [
     case("complete-depends-without-next", "complete", *COMPLETE, "depends", '["wait"]'),
     case("complete-delay-string", "complete", *COMPLETE, "next", "q2", "delay", "x"),
     case("complete-depends-not-json", "complete", *COMPLETE, "next", "q2", "depends", "[bad"),
-    case("complete-unknown-option", "complete", *COMPLETE, "next", "q2", "bogus", 1),
     # fail / retry / heartbeat
     case("fail-worker-missing", "fail", "run"),
     case("fail-group-missing", "fail", "run", "w1"),
