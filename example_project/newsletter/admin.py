@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -10,9 +12,19 @@ from .models import Delivery, Export, Issue, Subscriber
 from .pipeline import send_issue
 from .qless_jobs import export_subscribers, send_welcome_email
 
+if TYPE_CHECKING:
+    # The admin classes are generic for type checkers only (no runtime subscripting).
+    SubscriberBase = admin.ModelAdmin[Subscriber]
+    IssueBase = admin.ModelAdmin[Issue]
+    ExportBase = admin.ModelAdmin[Export]
+    DeliveryInlineBase = admin.TabularInline[Delivery, Issue]
+else:
+    SubscriberBase = IssueBase = ExportBase = admin.ModelAdmin
+    DeliveryInlineBase = admin.TabularInline
+
 
 @admin.register(Subscriber)
-class SubscriberAdmin(admin.ModelAdmin):
+class SubscriberAdmin(SubscriberBase):
     list_display = ["email", "name", "source", "joined_at", "welcomed_at", "welcome_attempts"]
     list_filter = ["source"]
     search_fields = ["email", "name"]
@@ -27,14 +39,14 @@ class SubscriberAdmin(admin.ModelAdmin):
                           messages.SUCCESS)
 
 
-class DeliveryInline(admin.TabularInline):
+class DeliveryInline(DeliveryInlineBase):
     model = Delivery
     extra = 0
     readonly_fields = ["subscriber", "status", "at"]
 
 
 @admin.register(Issue)
-class IssueAdmin(admin.ModelAdmin):
+class IssueAdmin(IssueBase):
     list_display = ["subject", "status", "send_at", "sent_at", "created_at"]
     list_filter = ["status"]
     inlines = [DeliveryInline]
@@ -52,7 +64,7 @@ class IssueAdmin(admin.ModelAdmin):
 
 
 @admin.register(Export)
-class ExportAdmin(admin.ModelAdmin):
+class ExportAdmin(ExportBase):
     list_display = ["__str__", "requested_at", "finished_at", "rows"]
     readonly_fields = ["requested_at", "finished_at", "rows", "csv"]
     actions = ["export_again"]

@@ -6,7 +6,7 @@
 - `export_subscribers`: a long job that logs its progress into its qless history while the
   worker keeps its lease alive with heartbeats.
 - `import_partner_feed`: one of the feeds is malformed, so the failed page has content.
-- `purge_old_exports`: recurring maintenance.
+- `purge_old_exports`: recurring maintenance, written to Redis by `manage.py qless_recur`.
 - `archive_issue`: queued in the `archive` queue, which the demo pauses.
 """
 
@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from django_qless import qless_job
 from django_qless.core import Job
+from django_qless.recurring import every
 from django_qless.retry import RetryPolicy
 
 from . import mail
@@ -131,9 +132,9 @@ def import_partner_feed(feed: str) -> int:
     return created
 
 
-@qless_job(queue="maintenance")
+@qless_job(queue="maintenance", recur=every(hours=1))
 def purge_old_exports() -> int:
-    """Delete exports older than the retention period (runs on a schedule)."""
+    """Delete exports older than the retention period, on the hour (`manage.py qless_recur`)."""
     deleted, _ = Export.objects.filter(
         requested_at__lt=timezone.now() - EXPORT_RETENTION
     ).delete()

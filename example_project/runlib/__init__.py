@@ -1,0 +1,1 @@
+"""Helpers of run.py (standard library only): the embedded Redis, child processes, checks."""
