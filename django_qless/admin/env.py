@@ -1,0 +1,144 @@
+"""What every admin view works with: the request, the admin site, the connection alias."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.admin import AdminSite
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from ..conf import get_settings
+from ..connection import get_client
+from ..core import Client
+from . import permissions
+
+if TYPE_CHECKING:
+    from .admin import QlessAdmin
+
+#: Sections of the admin's own navigation bar: (label, url name of the section's page).
+SECTIONS = (
+    ("Overview", "overview"),
+    ("Queues", "queues"),
+    ("Workers", "workers"),
+    ("Tracked", "tracked"),
+    ("Failed", "failures"),
+    ("Completed", "completed"),
+    ("Recurring", "recurring_list"),
+    ("Config", "config"),
+)
+
+Crumbs = Sequence[tuple[str, str | None]]
+
+
+@dataclass
+class Env:
+    """One request to a qless page or action, on one connection."""
+
+    request: HttpRequest
+    admin: QlessAdmin
+    alias: str
+    client: Client = field(repr=False)
+
+    @property
+    def site(self) -> AdminSite:
+        """The admin site serving the page."""
+        return self.admin.admin_site
+
+    def url(self, route: str, /, **kwargs: str) -> str:
+        """Reverse one of the app's URLs on this connection."""
+        return reverse(
+            f"{self.site.name}:django_qless_{route}", kwargs={"alias": self.alias, **kwargs}
+        )
+
+    def link(self, route: str, /, **kwargs: str) -> str | None:
+        """Like `url`, but None for a value that cannot appear in a URL."""
+        try:
+            return self.url(route, **kwargs)
+        except NoReverseMatch:
+            return None
+
+    def can(self, perm: str) -> bool:
+        """Whether the user holds a qless permission."""
+        return permissions.allowed(self.request, perm)
+
+    def render(
+        self,
+        template: str,
+        context: Mapping[str, Any],
+        *,
+        title: str,
+        section: str,
+        crumbs: Crumbs = (),
+        status: int = 200,
+    ) -> TemplateResponse:
+        """Render a page inside the admin's layout (header, breadcrumbs, messages)."""
+        full = {
+            **self.site.each_context(self.request),
+            "title": title,
+            "opts": self.admin.model._meta,
+            "app_label": "django_qless",
+            "qless_alias": self.alias,
+            "qless_site": self.site.name,
+            "qless_nav": self.nav(section),
+            "qless_aliases": self.switch_links(),
+            "qless_crumbs": self.crumbs(crumbs or [(title, None)]),
+            "can_view_data": self.can(permissions.VIEW_DATA),
+            **context,
+        }
+        return TemplateResponse(
+            self.request, f"admin/django_qless/{template}", full, status=status
+        )
+
+    def nav(self, section: str) -> list[tuple[str, str, bool]]:
+        """The navigation bar: (label, url, current)."""
+        return [(label, self.url(name), name == section) for label, name in SECTIONS]
+
+    def crumbs(self, crumbs: Crumbs) -> list[tuple[str, str | None]]:
+        """Home > Qless > (connection, when there are several) > the page's own crumbs."""
+        head: list[tuple[str, str | None]] = [
+            ("Home", reverse(f"{self.site.name}:index")),
+            ("Qless", reverse(f"{self.site.name}:app_list", kwargs={"app_label": "django_qless"})),
+        ]
+        if len(get_settings().connections) > 1:
+            head.append((f"Connection {self.alias}", self.url("overview")))
+        return head + list(crumbs)
+
+    def switch_links(self) -> list[tuple[str, str, bool]]:
+        """The same page on each configured connection: (alias, url, current)."""
+        aliases = list(get_settings().connections)
+        if len(aliases) < 2:
+            return []
+        match = self.request.resolver_match
+        name, kwargs = (match.view_name, dict(match.kwargs)) if match else ("", {})
+        if "alias" not in kwargs:  # a changelist: switch to the section's own page
+            name = f"{self.site.name}:django_qless_{self.admin.index_name}"
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        suffix = f"?{query.urlencode()}" if query else ""
+        return [
+            (alias, reverse(name, kwargs={**kwargs, "alias": alias}) + suffix, alias == self.alias)
+            for alias in aliases
+        ]
+
+    def redirect_target_safe(self, target: str) -> bool:
+        """Whether a redirect target stays on this host."""
+        return url_has_allowed_host_and_scheme(
+            target, allowed_hosts={self.request.get_host()}, require_https=self.request.is_secure()
+        )
+
+    def redirect_back(self, fallback: str) -> HttpResponse:
+        """Redirect to the POSTed `next` if it stays on this host, else to `fallback`."""
+        target = self.request.POST.get("next") or self.request.GET.get("next") or ""
+        return HttpResponseRedirect(target if self.redirect_target_safe(target) else fallback)
+
+
+def make_env(request: HttpRequest, admin: QlessAdmin, alias: str) -> Env:
+    """The Env of a request; 404 for a connection alias that is not configured."""
+    if alias not in get_settings().connections:
+        raise Http404(f"No qless connection {alias!r}")
+    return Env(request=request, admin=admin, alias=alias, client=get_client(alias))

@@ -1,0 +1,72 @@
+"""Reporting the outcome of actions (messages framework) and confirmation pages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpResponse
+
+from .env import Env
+
+#: Errors listed one by one in a message; the rest are counted.
+ERRORS_SHOWN = 10
+
+
+def form_errors(form: forms.Form) -> str:
+    """A form's errors as one line of text."""
+    parts = []
+    for field, errors in form.errors.items():
+        label = "" if field == "__all__" else f"{field}: "
+        parts.append(label + " ".join(str(e) for e in errors))
+    return "; ".join(parts)
+
+
+def invalid(env: Env, form: forms.Form, fallback: str) -> HttpResponse:
+    """Report a form's errors and go back."""
+    messages.error(env.request, f"Nothing was changed: {form_errors(form)}")
+    return env.redirect_back(fallback)
+
+
+def report(env: Env, done: str | None, errors: Sequence[tuple[str, str]]) -> None:
+    """A success message (if anything was done) and one error message listing failures."""
+    if done:
+        messages.success(env.request, done)
+    if errors:
+        shown = "; ".join(f"{name}: {error}" for name, error in errors[:ERRORS_SHOWN])
+        more = len(errors) - ERRORS_SHOWN
+        suffix = f" (and {more} more)" if more > 0 else ""
+        messages.error(env.request, f"{len(errors)} not done: {shown}{suffix}")
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 job`, `3 jobs`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def confirmed(env: Env) -> bool:
+    """Whether the POST comes from the confirmation page."""
+    return env.request.POST.get("confirmed") == "yes"
+
+
+def confirm_page(
+    env: Env, *, title: str, question: str, items: Sequence[str] = (), fallback: str
+) -> HttpResponse:
+    """Ask before a destructive action: re-posts the same fields with `confirmed=yes`."""
+    fields = [
+        (name, value)
+        for name, values in env.request.POST.lists()
+        if name not in ("csrfmiddlewaretoken", "confirmed")
+        for value in values
+    ]
+    back = env.request.POST.get("next") or fallback
+    context = {
+        "question": question,
+        "items": items[:50],
+        "more_items": max(0, len(items) - 50),
+        "fields": fields,
+        "action_url": env.request.path,
+        "back_url": back if env.redirect_target_safe(back) else fallback,
+    }
+    return env.render("confirm.html", context, title=title, section="")

@@ -1,0 +1,197 @@
+"""Plain view models built from core records, so templates only display values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..conf import get_settings
+from ..core import HistoryEntry, Job, RecurringJob
+
+MASK = "********"
+#: Longest failure message shown in a list row (the job page shows all of it).
+SUMMARY_CHARS = 160
+
+
+def when(seconds: float | int | None) -> datetime | None:
+    """An epoch timestamp as an aware datetime (None for 0 or nonsense)."""
+    if not seconds or seconds < 0 or seconds > 253402300799:
+        return None
+    return datetime.fromtimestamp(float(seconds), tz=UTC)
+
+
+def masked(value: Any, keys: tuple[str, ...]) -> Any:
+    """A copy of decoded JSON with the values of sensitive keys replaced by `MASK`."""
+    if isinstance(value, Mapping):
+        return {
+            key: MASK if is_sensitive(str(key), keys) else masked(item, keys)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [masked(item, keys) for item in value]
+    return value
+
+
+def is_sensitive(key: str, keys: tuple[str, ...]) -> bool:
+    """Whether a data key names a secret (case-insensitive substring match)."""
+    lowered = key.lower()
+    return any(word in lowered for word in keys)
+
+
+def mask_keys() -> tuple[str, ...]:
+    """The configured sensitive data keys."""
+    return get_settings().admin.masked_data_keys
+
+
+def pretty_data(raw: str) -> str:
+    """Job data as indented JSON with secrets masked (text that is not JSON is shown as is)."""
+    try:
+        decoded = json.loads(raw)
+    except (TypeError, ValueError):
+        return raw
+    return json.dumps(masked(decoded, mask_keys()), indent=2, ensure_ascii=False)
+
+
+def first_line(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first non-empty line of a message, shortened."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job in a list."""
+
+    job: Job
+    lease_left: float | None
+    summary: str
+    updated: datetime | None
+
+
+def job_row(job: Job, now: float) -> JobRow:
+    """A list row: lease time left for running jobs, the failure's first line."""
+    lease = float(job.expires) - now if job.state == "running" and job.expires else None
+    summary = first_line(job.failure.message) if job.failure else ""
+    updated = when(job.history[-1].when) if job.history else None
+    return JobRow(job=job, lease_left=lease, summary=summary, updated=updated)
+
+
+def job_rows(jobs: Iterable[Job], now: float) -> list[JobRow]:
+    """Rows for several jobs."""
+    return [job_row(job, now) for job in jobs]
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One event of a job's history, ready to show."""
+
+    when: datetime | None
+    what: str
+    queue: str | None
+    worker: str | None
+    group: str | None
+    details: list[tuple[str, str]]
+
+
+SHOWN_APART = frozenset({"q", "queue", "worker", "group"})
+
+
+def timeline(history: Iterable[HistoryEntry]) -> list[TimelineEntry]:
+    """The history newest first, extra fields masked and turned into text."""
+    keys = mask_keys()
+    entries = []
+    for entry in history:
+        extra = masked(dict(entry.extra), keys)
+        details = [
+            (str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+            for k, v in extra.items()
+            if k not in SHOWN_APART
+        ]
+        group = entry.extra.get("group")
+        entries.append(
+            TimelineEntry(
+                when=when(entry.when), what=entry.what, queue=entry.queue,
+                worker=entry.worker, group=None if group is None else str(group), details=details,
+            )
+        )
+    return entries[::-1]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar of a histogram chart (SVG coordinates)."""
+
+    x: float
+    y: float
+    height: float
+    count: int
+    label: str
+
+
+HISTOGRAM_HEIGHT = 100.0
+BAR_WIDTH = 6.0
+#: Bucket index where each unit starts: s0..s59, m1..m59, h1..h23, d1..d6.
+TICKS = ((0, "0s"), (60, "1m"), (119, "1h"), (142, "1d"))
+
+
+def bucket_label(index: int) -> str:
+    """The time range of histogram bucket `index`."""
+    if index < 60:
+        return f"{index}-{index + 1} s"
+    if index < 119:
+        return f"{index - 59}-{index - 58} min"
+    if index < 142:
+        return f"{index - 118}-{index - 117} h"
+    return f"{index - 141}-{index - 140} d"
+
+
+def histogram_bars(histogram: tuple[int, ...]) -> list[Bar]:
+    """Bars scaled to the tallest bucket (empty buckets are left out)."""
+    tallest = max(histogram, default=0)
+    bars = []
+    for index, count in enumerate(histogram):
+        if count and tallest:
+            height = max(1.0, HISTOGRAM_HEIGHT * count / tallest)
+            bars.append(
+                Bar(
+                    x=index * BAR_WIDTH, y=HISTOGRAM_HEIGHT - height, height=height,
+                    count=count, label=bucket_label(index),
+                )
+            )
+    return bars
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A histogram chart: its bars and axis ticks."""
+
+    bars: list[Bar]
+    ticks: list[tuple[float, str]]
+    width: float
+    height: float
+
+
+def chart(histogram: tuple[int, ...]) -> Chart:
+    """The chart of a wait or run histogram."""
+    return Chart(
+        bars=histogram_bars(histogram),
+        ticks=[(index * BAR_WIDTH, label) for index, label in TICKS],
+        width=max(len(histogram), 148) * BAR_WIDTH,
+        height=HISTOGRAM_HEIGHT,
+    )
+
+
+@dataclass(frozen=True)
+class RecurringRow:
+    """A recurring job template with its data prepared for display."""
+
+    job: RecurringJob
+    data: str
+
+
+def recurring_row(job: RecurringJob) -> RecurringRow:
+    """A recurring template with masked, pretty data."""
+    return RecurringRow(job=job, data=pretty_data(job.raw_data))

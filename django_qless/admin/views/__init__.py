@@ -1,0 +1,1 @@
+"""Views of the admin pages, one module per area."""

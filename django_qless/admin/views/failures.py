@@ -1,0 +1,121 @@
+"""Failure groups: the list, one group's jobs, and retry/cancel of a whole group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpResponse
+
+from ... import models
+from ...core import Job
+from .. import audit, bulk, presenters
+from ..env import Env
+from ..feedback import confirm_page, confirmed, invalid, plural, report
+from ..forms import GroupForm
+from ..pagination import paginate, paginate_sequence
+from ..queries import group_jids
+from .jobs import list_context
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A failure group with its size, newest and oldest failure."""
+
+    name: str
+    count: int
+    newest: Job | None
+    oldest: Job | None
+
+    @property
+    def last_seen(self) -> datetime | None:
+        """When the newest failure happened."""
+        return _failed_at(self.newest)
+
+    @property
+    def first_seen(self) -> datetime | None:
+        """When the oldest failure still in the group happened."""
+        return _failed_at(self.oldest)
+
+    @property
+    def sample(self) -> str:
+        """First line of the newest failure's message."""
+        failure = self.newest.failure if self.newest else None
+        return presenters.first_line(failure.message) if failure else ""
+
+
+def _failed_at(job: Job | None) -> datetime | None:
+    """When a job failed."""
+    return presenters.when(job.failure.when) if job and job.failure else None
+
+
+def summarize(env: Env, group: str, count: int) -> GroupSummary:
+    """A group's newest and oldest job (two one-item queries)."""
+    newest = env.client.failed_jobs(group, 0, 1).jobs
+    oldest = env.client.failed_jobs(group, max(count - 1, 0), 1).jobs
+    return GroupSummary(group, count, newest[0] if newest else None, oldest[0] if oldest else None)
+
+
+def groups(env: Env) -> HttpResponse:
+    """Every failure group, largest first, with first/last seen and a sample message."""
+    ordered = sorted(env.client.failed().items(), key=lambda item: (-item[1], item[0]))
+    page = paginate_sequence(env.request, ordered).map(
+        lambda items: [summarize(env, name, count) for name, count in items]
+    )
+    context = {"page": page, "failed_total": sum(count for _, count in ordered)}
+    return env.render("failures.html", context, title="Failed jobs", section="failures")
+
+
+def group_page(env: Env, group: str) -> HttpResponse:
+    """One failure group's jobs, newest first."""
+    total = env.client.failed().get(group, 0)
+
+    def fetch(offset: int, count: int) -> list[str]:
+        return group_jids(env.client, group, offset, count)[1]
+
+    context: dict[str, Any] = {
+        **list_context(env, paginate(env.request, fetch, total)), "group": group, "total": total,
+    }
+    crumbs = [("Failed jobs", env.url("failures")), (group, None)]
+    return env.render(
+        "failure_group.html", context, title=f"Failure group {group}", section="failures",
+        crumbs=crumbs,
+    )
+
+
+def retry_group(env: Env) -> HttpResponse:
+    """Requeue every job of a group into its own queue."""
+    form = GroupForm(env.request.POST)
+    if not form.is_valid():
+        return invalid(env, form, env.url("failures"))
+    group = form.cleaned_data["group"]
+    outcome = bulk.retry_group(env.client, group)
+    message = f"Retried {plural(outcome.done, 'job')} of failure group {group}"
+    if outcome.done:
+        audit.record(env, models.Failure, [(group, f"{message} in {outcome.batches} batches")])
+    report(env, f"{message}." if outcome.done else None, outcome.errors)
+    return env.redirect_back(env.url("failures"))
+
+
+def cancel_group(env: Env) -> HttpResponse:
+    """Cancel every job of a group, after a confirmation page."""
+    form = GroupForm(env.request.POST)
+    if not form.is_valid():
+        return invalid(env, form, env.url("failures"))
+    group = form.cleaned_data["group"]
+    if not confirmed(env):
+        count = env.client.failed().get(group, 0)
+        return confirm_page(
+            env, title="Cancel a failure group", fallback=env.url("failures"),
+            question=f"Cancel all {plural(count, 'job')} of failure group {group}?",
+        )
+    outcome = bulk.cancel_group(env.client, group)
+    message = f"Cancelled {plural(outcome.done, 'job')} of failure group {group}"
+    if outcome.done:
+        audit.record(
+            env, models.Failure, [(group, f"{message} in {outcome.batches} batches")],
+            deletion=True,
+        )
+    report(env, f"{message}." if outcome.done else None, outcome.errors)
+    return env.redirect_back(env.url("failures"))

@@ -1,0 +1,29 @@
+"""The overview: queues, failure groups, workers and tracked jobs at a glance."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+
+from ..env import Env
+from ..queries import config_values, tracked_counts, tracked_states
+
+#: Failure groups and workers listed on the overview (their own pages list all).
+SHOWN = 20
+
+
+def overview(env: Env) -> HttpResponse:
+    """The overview page of one connection."""
+    client = env.client
+    groups = sorted(client.failed().items(), key=lambda item: (-item[1], item[0]))
+    workers = client.workers.counts()
+    context = {
+        "queues": client.queues(),
+        "groups": groups[:SHOWN],
+        "groups_total": len(groups),
+        "failed_total": sum(count for _, count in groups),
+        "workers": workers[:SHOWN],
+        "workers_total": len(workers),
+        "tracked": tracked_counts(tracked_states(client)),
+        "application": config_values(client).get("application", "qless"),
+    }
+    return env.render("overview.html", context, title="Qless overview", section="overview")

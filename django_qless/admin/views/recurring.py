@@ -1,0 +1,125 @@
+"""Recurring job templates: list by queue, one template, edit and delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse
+
+from ... import models
+from ...core import RecurringJob
+from .. import audit, permissions, presenters
+from ..env import Env
+from ..feedback import confirm_page, confirmed, form_errors, invalid
+from ..forms import JidForm, RecurringForm
+from ..pagination import paginate
+from .queues import recurring_rows
+
+
+def recurring_list(env: Env) -> HttpResponse:
+    """Recurring templates of one queue (the queues that have any are listed as tabs)."""
+    queues = [q for q in env.client.queues() if q.recurring]
+    names = [q.name for q in queues]
+    selected = env.request.GET.get("queue", names[0] if names else "")
+    context: dict[str, Any] = {"queues": queues, "selected": selected, "page": None}
+    if selected in names:
+        queue = env.client.queue(selected)
+        total = next(q.recurring for q in queues if q.name == selected)
+        page = paginate(env.request, lambda o, c: queue.jobs("recurring", o, c), total)
+        context["page"] = page.map(lambda jids: recurring_rows(env, jids))
+    return env.render(
+        "recurring_list.html", context, title="Recurring jobs", section="recurring_list"
+    )
+
+
+def initial(job: RecurringJob) -> dict[str, Any]:
+    """The edit form's values for a template."""
+    return {
+        "jid": job.jid, "interval": job.interval, "priority": job.priority,
+        "retries": job.retries, "backlog": job.backlog, "tags": ", ".join(job.tags),
+    }
+
+
+def recurring_page(env: Env, jid: str, form: RecurringForm | None = None) -> HttpResponse:
+    """One template: its fields, data (masked) and the edit form."""
+    job = env.client.recurring(jid)
+    if job is None:
+        missing = {"message": f"No recurring job {jid!r}."}
+        return env.render("error.html", missing, title="Not found", section="", status=404)
+    data = presenters.pretty_data(job.raw_data) if env.can(permissions.VIEW_DATA) else None
+    context: dict[str, Any] = {
+        "job": job, "data": data, "form": form or RecurringForm(initial=initial(job)),
+    }
+    crumbs = [("Recurring jobs", env.url("recurring_list")), (jid, None)]
+    return env.render(
+        "recurring.html", context, title=f"Recurring job {jid}", section="recurring_list",
+        crumbs=crumbs,
+    )
+
+
+def update(env: Env) -> HttpResponse:
+    """Save the edit form: interval, priority, retries, backlog, tags, data."""
+    form = RecurringForm(env.request.POST)
+    jid = env.request.POST.get("jid", "")
+    if not form.is_valid():
+        messages.error(env.request, f"Nothing was changed: {form_errors(form)}")
+        if env.link("recurring", jid=jid) is None:
+            return env.redirect_back(env.url("recurring_list"))
+        return recurring_page(env, jid, form)
+    job = env.client.recurring(form.cleaned_data["jid"])
+    if job is None:
+        messages.error(env.request, f"No recurring job {jid!r}.")
+        return env.redirect_back(env.url("recurring_list"))
+    changes = apply_update(job, form.cleaned_data)
+    message = f"Updated recurring job {job.jid}: {changes}"
+    audit.record(env, models.RecurringJob, [(job.jid, message)])
+    messages.success(env.request, f"Saved recurring job {job.jid}: {changes}.")
+    return env.redirect_back(env.url("recurring", jid=job.jid))
+
+
+def apply_update(job: RecurringJob, data: dict[str, Any]) -> str:
+    """Write the changed fields; returns a description of them."""
+    job.update(
+        interval=data["interval"], priority=data["priority"], retries=data["retries"],
+        backlog=data["backlog"], data=data["data_json"],
+    )
+    old, new = set(job.tags), set(data["tags"])
+    if new - old:
+        job.tag(*sorted(new - old))
+    if old - new:
+        job.untag(*sorted(old - new))
+    parts = [
+        f"interval {data['interval']:g} s", f"priority {data['priority']:g}",
+        f"retries {data['retries']}", f"backlog {data['backlog']}",
+        f"tags [{', '.join(data['tags'])}]",
+    ]
+    if data["data_json"] is not None:
+        parts.append("new data")
+    return ", ".join(parts)
+
+
+def delete(env: Env) -> HttpResponse:
+    """Delete a template after a confirmation page (jobs it already spawned stay)."""
+    form = JidForm(env.request.POST)
+    if not form.is_valid():
+        return invalid(env, form, env.url("recurring_list"))
+    jid = form.cleaned_data["jid"]
+    job = env.client.recurring(jid)
+    if job is None:
+        messages.error(env.request, f"No recurring job {jid!r}.")
+        return env.redirect_back(env.url("recurring_list"))
+    if not confirmed(env):
+        return confirm_page(
+            env, title="Delete a recurring job", fallback=env.url("recurring_list"),
+            question=f"Delete recurring job {jid} ({job.klass}, every {job.interval:g} s "
+            f"in queue {job.queue_name})? Jobs it already spawned stay.",
+        )
+    job.cancel()
+    audit.record(
+        env, models.RecurringJob,
+        [(jid, f"Deleted recurring job {jid} ({job.klass}) of queue {job.queue_name}")],
+        deletion=True,
+    )
+    messages.success(env.request, f"Deleted recurring job {jid}.")
+    return env.redirect_back(env.url("recurring_list"))

@@ -1,0 +1,100 @@
+"""Template helpers of the qless admin pages: links by name, durations, timestamps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from django import template
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from ..admin.presenters import when
+
+register = template.Library()
+
+#: kind -> (url name, URL keyword) of the pages a value can link to.
+LINKS = {
+    "job": ("job", "jid"),
+    "queue": ("queue", "name"),
+    "worker": ("worker", "name"),
+    "group": ("failure_group", "group"),
+    "recurring": ("recurring", "jid"),
+}
+
+
+def qless_reverse(context: template.Context, route: str, /, **kwargs: str) -> str | None:
+    """Reverse an app URL on the page's connection; None if the value cannot be in a URL."""
+    site = context.get("qless_site", "admin")
+    try:
+        return reverse(
+            f"{site}:django_qless_{route}", kwargs={"alias": context["qless_alias"], **kwargs}
+        )
+    except NoReverseMatch:
+        return None
+
+
+@register.simple_tag(takes_context=True)
+def qless_url(context: template.Context, route: str, /, **kwargs: Any) -> str:
+    """URL of an app page or action on the page's connection ("" if it cannot be built)."""
+    return qless_reverse(context, route, **{k: str(v) for k, v in kwargs.items()}) or ""
+
+
+@register.simple_tag(takes_context=True)
+def qless_link(context: template.Context, kind: str, value: Any, label: Any = None) -> SafeString:
+    """A link to the page of a job, queue, worker, failure group, recurring job or tag."""
+    text = value if label is None else label
+    if value in (None, ""):
+        return format_html("{}", text or "—")
+    if kind == "tag":
+        base = qless_reverse(context, "tagged")
+        url = f"{base}?{urlencode({'tag': str(value)})}" if base else None
+    else:
+        name, keyword = LINKS[kind]
+        url = qless_reverse(context, name, **{keyword: str(value)})
+    if url is None:
+        return format_html("{}", text)
+    return format_html('<a href="{}">{}</a>', url, text)
+
+
+@register.filter
+def duration(seconds: Any) -> str:
+    """Seconds as a short human duration ("350 ms", "42 s", "3 min 4 s", "2 h 5 min")."""
+    try:
+        value = abs(float(seconds))
+    except (TypeError, ValueError):
+        return ""
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 60:
+        return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+    units = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+    parts: list[str] = []
+    for size, unit in units:
+        if value >= size and len(parts) < 2:
+            count, value = divmod(value, size)
+            parts.append(f"{count:.0f} {unit}")
+    return " ".join(parts)
+
+
+@register.filter
+def lease(seconds_left: Any) -> str:
+    """A lease's time left: "expires in 42 s" or "expired 5 s ago"."""
+    try:
+        value = float(seconds_left)
+    except (TypeError, ValueError):
+        return ""
+    if value >= 0:
+        return f"expires in {duration(value)}"
+    return f"expired {duration(value)} ago"
+
+
+@register.filter
+def epoch(seconds: Any) -> datetime | None:
+    """An epoch timestamp as a datetime, for the `date` filter."""
+    try:
+        return when(float(seconds))
+    except (TypeError, ValueError):
+        return None
