@@ -75,6 +75,13 @@ local function need_number(value, message)
   return n
 end
 
+-- A count or offset argument: a finite number, floored, and clamped to
+-- +-1e15 so it still prints as an integer when passed to Redis (a LIMIT of
+-- 1e+18 would fail after the call has started writing).
+local function need_count(value, message)
+  return math.max(math.min(floor(need_number(value, message)), 1e15), -1e15)
+end
+
 -- Raises message when value is nil (an argument the caller left out).
 local function need(value, message)
   if value == nil then

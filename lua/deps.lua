@@ -23,7 +23,8 @@ end
 -- not complete. Refuses a self-dependency and a dependency cycle (read-only).
 function QlessJob.live_dependencies(jid, depends, prefix)
   local live = {}
-  for _, dep in ipairs(depends) do
+  for _, item in ipairs(depends) do
+    local dep = tostring(item)
     if dep == jid then
       error(prefix .. 'Job ' .. jid .. ' cannot depend on itself')
     end

@@ -163,7 +163,7 @@ end
 function QlessQueue.unfail(now, queue, group, count)
   need(queue, 'Unfail(): Arg "queue" missing')
   need(group, 'Unfail(): Arg "group" missing')
-  count = floor(need_number(count or 25, 'Unfail(): Arg "count" not a number: '))
+  count = need_count(count or 25, 'Unfail(): Arg "count" not a number: ')
   if count <= 0 then
     return 0
   end
@@ -193,8 +193,8 @@ end
   Errors: Failed(): Arg "start"/"limit" is not a number: <v>. Read-only.
 ]]
 function Qless.failed(group, start, limit)
-  start = floor(need_number(start or 0, 'Failed(): Arg "start" is not a number: '))
-  limit = floor(need_number(limit or 25, 'Failed(): Arg "limit" is not a number: '))
+  start = need_count(start or 0, 'Failed(): Arg "start" is not a number: ')
+  limit = need_count(limit or 25, 'Failed(): Arg "limit" is not a number: ')
   if group then
     return {
       total = rcall('llen', 'ql:f:' .. group),

@@ -104,20 +104,25 @@ end
 ]]
 QlessAPI['timeout'] = function(now, jids)
   local targets = {}
-  for i, jid in ipairs(jids) do
-    targets[i] = timeout_target(jid)
+  for _, jid in ipairs(jids) do
+    if not targets[jid] then
+      targets[jid] = timeout_target(jid)
+    end
   end
   local cap = config_number('max-job-history', 100)
-  for i, jid in ipairs(jids) do
-    local queue, worker, legacy = targets[i][1], targets[i][3], targets[i][4]
-    if legacy then
-      QlessJob.migrate_history(jid, legacy)
+  for _, jid in ipairs(jids) do
+    local target = targets[jid]
+    if target then
+      targets[jid] = nil -- a jid listed twice is timed out once
+      if target[4] then
+        QlessJob.migrate_history(jid, target[4])
+      end
+      add_history(jid, now, 'timed-out', nil, cap)
+      rcall('zrem', 'ql:q:' .. target[1] .. '-locks', jid)
+      rcall('zadd', 'ql:q:' .. target[1] .. '-work', '+inf', jid)
+      rcall('hmset', 'ql:j:' .. jid, 'state', 'stalled', 'expires', 0)
+      Qless.lock_lost(jid, target[3])
     end
-    add_history(jid, now, 'timed-out', nil, cap)
-    rcall('zrem', 'ql:q:' .. queue .. '-locks', jid)
-    rcall('zadd', 'ql:q:' .. queue .. '-work', '+inf', jid)
-    rcall('hmset', 'ql:j:' .. jid, 'state', 'stalled', 'expires', 0)
-    Qless.lock_lost(jid, worker)
   end
 end
 

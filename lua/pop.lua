@@ -120,7 +120,7 @@ end
 function QlessQueue.pop(now, queue, worker, count)
   need(queue, 'Pop(): Arg "queue" missing')
   need(worker, 'Pop(): Arg "worker" missing')
-  count = floor(need_number(count, 'Pop(): Arg "count" missing or not a number: '))
+  count = need_count(count, 'Pop(): Arg "count" missing or not a number: ')
   local config = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat',
     queue .. '-max-concurrency', 'grace-period', 'max-job-history')
   local expires = now + (finite(config[1]) or finite(config[2]) or 60)
@@ -164,7 +164,7 @@ end
 ]]
 QlessAPI['peek'] = function(now, a)
   local queue = need(a[1], 'Peek(): Arg "queue" missing')
-  local count = floor(need_number(a[2], 'Peek(): Arg "count" missing or not a number: '))
+  local count = need_count(a[2], 'Peek(): Arg "count" missing or not a number: ')
   local jids = candidates(queue, now, count, expired_locks(queue, now, count))
   local result = {}
   for _, jid in ipairs(jids) do

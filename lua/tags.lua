@@ -54,8 +54,8 @@ end
 
 -- Reads an optional offset/count pair of a paging command.
 local function paging(offset, count, prefix)
-  return floor(need_number(offset or 0, prefix .. 'Arg "offset" not a number: ')),
-    floor(need_number(count or 25, prefix .. 'Arg "count" not a number: '))
+  return need_count(offset or 0, prefix .. 'Arg "offset" not a number: '),
+    need_count(count or 25, prefix .. 'Arg "count" not a number: ')
 end
 
 local function tag_get(args)

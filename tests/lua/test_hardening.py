@@ -281,3 +281,39 @@ def test_odd_new_style_calls_keep_their_errors(lua):
     new_style = ("w", "q", "a", "K", "{}")
     expect_error(lua, r'Put\(\): Arg "delay" not a number: nil', "put", T0, *new_style)
     expect_error(lua, "Odd number of additional args: tags", "put", T0, *new_style, 0, "tags")
+
+
+# --- edge values that used to fail half-way ---------------------------------------------------
+
+
+def test_huge_counts_are_clamped_not_sent_as_1e18(lua):
+    put(lua, T0, "a")
+    put(lua, T0 + 1, "b")
+    assert [job["jid"] for job in json.loads(lua("peek", T0 + 2, "q", "1e18"))] == ["a", "b"]
+    assert lua("jobs", T0 + 2, "complete", 0, "1e18") == []
+    assert lua.json("tag", T0 + 2, "get", "t", "1e18", "1e18") == {"total": 0, "jobs": {}}
+    assert [job["jid"] for job in pop(lua, T0 + 2, count="1e18")] == ["a", "b"]
+
+
+def test_numeric_dependency_ids_are_jids(lua, keyspace):
+    put(lua, T0, "1")
+    call = ("put", T0, "c", "q", "1", "K", "{}", 0, "depends", "[1]")
+    message = unchanged(keyspace, lambda: lua(*call))
+    assert message == "Put(): Job 1 cannot depend on itself"
+    assert put(lua, T0, "2", depends=[1]) == "2"
+    assert get(lua, "2")["dependencies"] == ["1"]
+
+
+def test_timeout_of_a_jid_listed_twice_times_it_out_once(lua, redis_client, events):
+    put(lua, T0, "a")
+    pop(lua, T0)
+    events.clear()
+    assert lua("timeout", T0 + 1, "a", "a") is None
+    whats = [entry[1] for entry in history_entries(redis_client, "a")]
+    assert whats == ["put", "popped", "timed-out"]
+    assert len(events.on("ql:w:w1")) == 1
+
+
+def history_entries(redis_client: redis.Redis, jid: str) -> list[list[Any]]:
+    """The decoded raw history list of a job."""
+    return [json.loads(item) for item in redis_client.lrange(f"ql:j:{jid}-history", 0, -1)]
