@@ -145,7 +145,7 @@ def compute_plan(
         elif prune:
             actions.append(Action("remove", jid, found=template, reason="no longer declared"))
         else:
-            actions.append(Action("orphan", jid, found=template,
+            actions.append(Action("orphan", jid, found=template, next_run=template.next_run,
                                   reason="no longer declared; --prune removes it"))
     return Plan(now=now, actions=tuple(actions), unmanaged=tuple(unmanaged))
 
@@ -158,6 +158,7 @@ def _declared_action(declared: Declared, template: Template | None, now: float) 
     if not template.managed:
         return Action(
             "conflict", declared.jid, declared=declared, found=template,
+            next_run=template.next_run,
             reason=f"a recurring job with this jid exists without the {MANAGED_TAG!r} tag; "
             "unrecur it, or tag it to hand it over",
         )
