@@ -108,7 +108,7 @@ def evalsha_stats(client: redis.Redis) -> tuple[int, int, dict[str, tuple[int, i
     inner = {
         name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
         for name, v in stats.items()
-        if name not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_config")
+        if name not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info")
     }
     return int(outer["calls"]), int(outer["usec"]), inner
 
