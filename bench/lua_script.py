@@ -38,6 +38,8 @@ CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dj
 NOOP_SOURCE = "return 1"
 TARGET_RATIO = 0.55
 QUEUE, WORKER, KLASS = "bench", "bench-worker", "bench.Job"
+# Commands the bench itself sends between blocks (6.2 has no subcommand stats).
+OUTSIDE_SCRIPTS = ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_config", "cmdstat_info")
 BLOCK = 500  # calls per pipeline, and per stats reset when timing
 Call = list[str | int | float]  # command, now, then its arguments
 
@@ -108,7 +110,7 @@ def evalsha_stats(client: redis.Redis) -> tuple[int, int, dict[str, tuple[int, i
     inner = {
         name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
         for name, v in stats.items()
-        if name not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info")
+        if name not in OUTSIDE_SCRIPTS
     }
     return int(outer["calls"]), int(outer["usec"]), inner
 
