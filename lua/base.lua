@@ -75,6 +75,16 @@ local function need_number(value, message)
   return n
 end
 
+-- A retries argument: `remaining` is decremented with HINCRBY, which refuses
+-- a stored 2.5, so a fraction is refused here rather than on a later retry.
+local function need_integer(value, message)
+  local n = need_number(value, message)
+  if n ~= floor(n) then
+    error(message .. tostring(value))
+  end
+  return n
+end
+
 -- A count or offset argument: a finite number, floored, and clamped to
 -- +-1e15 so it still prints as an integer when passed to Redis (a LIMIT of
 -- 1e+18 would fail after the call has started writing).

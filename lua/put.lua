@@ -33,7 +33,7 @@ function QlessQueue.parse_put(args)
   p.delay = need_number(a[6], 'Put(): Arg "delay" not a number: ')
   local options = parse_options(a, 7, ' priority tags retries depends ')
   if options['retries'] then
-    p.retries = need_number(options['retries'], 'Put(): Arg "retries" not a number: ')
+    p.retries = need_integer(options['retries'], 'Put(): Arg "retries" not a number: ')
   end
   if options['priority'] then
     p.priority = need_number(options['priority'], 'Put(): Arg "priority" not a number')

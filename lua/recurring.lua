@@ -22,7 +22,7 @@ local function parse_recur(args)
   local options = parse_options(args, 8, ' priority tags retries backlog ', 'Recur(): Unrecognized option ')
   p.tags = json_list(options['tags'] or '[]', 'Recur(): Arg "tags" must be JSON string array: ')
   p.priority = need_number(options['priority'] or 0, 'Recur(): Arg "priority" not a number: ')
-  p.retries = need_number(options['retries'] or 0, 'Recur(): Arg "retries" not a number: ')
+  p.retries = need_integer(options['retries'] or 0, 'Recur(): Arg "retries" not a number: ')
   p.backlog = need_number(options['backlog'] or 0, 'Recur(): Arg "backlog" not a number: ')
   return p
 end
@@ -81,6 +81,8 @@ local function parse_update(args)
     if UPDATE_NUMBERS[name] then
       if name == 'backlog' then
         value = need_number(value, 'Recur(): Arg "backlog" not a number: ')
+      elseif name == 'retries' then
+        value = need_integer(value, 'Recur(): Arg "retries" must be a number: ')
       else
         value = need_number(value, 'Recur(): Arg "' .. name .. '" must be a number: ')
       end

@@ -317,3 +317,11 @@ def test_timeout_of_a_jid_listed_twice_times_it_out_once(lua, redis_client, even
 def history_entries(redis_client: redis.Redis, jid: str) -> list[list[Any]]:
     """The decoded raw history list of a job."""
     return [json.loads(item) for item in redis_client.lrange(f"ql:j:{jid}-history", 0, -1)]
+
+
+def test_fractional_retries_are_refused_up_front(lua, keyspace):
+    message = unchanged(keyspace, lambda: put(lua, T0, "a", retries=2.5))
+    assert message == 'Put(): Arg "retries" not a number: 2.5'
+    recur = ("recur", T0, "q", "r", "K", "{}", "interval", 60, 0, "retries", "1.5")
+    message = unchanged(keyspace, lambda: lua(*recur))
+    assert message == 'Recur(): Arg "retries" not a number: 1.5'
