@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -363,6 +364,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Start a private redis-server, run every round, print the table and the verdict."""
     args = parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the finally below still stops the redis-server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = RedisServer(binary=args.redis_server or find_redis_server()).start()
     try:
         scripts = load_scripts(server, args.ours)
