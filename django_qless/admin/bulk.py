@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..core import Client, Job, QlessError
-from .queries import group_jids, tag_jids
+from .queries import get_jobs, group_jids, tag_jids
 
 CHUNK = 500
 #: Most jobs one bulk request handles (a second request carries on).
@@ -42,7 +42,7 @@ def retry_group(client: Client, group: str) -> Outcome:
 
 def _retry_batch(client: Client, group: str, jids: list[str], outcome: Outcome) -> bool:
     """Retry the oldest batch of a group; False when nothing could be done."""
-    jobs = client.get_jobs(jids)
+    jobs = get_jobs(client, jids)
     queues = {job.queue_name for job in jobs}
     before = outcome.done
     outcome.batches += 1
@@ -109,7 +109,7 @@ def retry_tagged(client: Client, tag: str) -> Outcome:
     outcome = Outcome()
     for jids in tagged_jids(client, tag):
         outcome.batches += 1
-        _requeue_each(client.get_jobs(jids), outcome)
+        _requeue_each(get_jobs(client, jids), outcome)
     return outcome
 
 
@@ -117,7 +117,7 @@ def cancel_tagged(client: Client, tag: str) -> Outcome:
     """Cancel every job carrying the tag (completed jobs are kept until they expire)."""
     outcome = Outcome()
     for jids in tagged_jids(client, tag):
-        live = [job.jid for job in client.get_jobs(jids) if job.state != "complete"]
+        live = [job.jid for job in get_jobs(client, jids) if job.state != "complete"]
         if live and not _cancel_batch(client, live, outcome, label=tag):
             break
     return outcome

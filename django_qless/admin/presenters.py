@@ -132,33 +132,33 @@ class Bar:
 
 
 HISTOGRAM_HEIGHT = 100.0
-BAR_WIDTH = 6.0
+BAR_WIDTH = 10.0
+#: Fewest buckets a chart shows (a histogram is cut after its last non-empty bucket).
+MIN_BUCKETS = 15
 #: Bucket index where each unit starts: s0..s59, m1..m59, h1..h23, d1..d6.
-TICKS = ((0, "0s"), (60, "1m"), (119, "1h"), (142, "1d"))
+UNIT_STARTS = ((60, "1 min"), (119, "1 h"), (142, "1 d"))
 
 
-def bucket_label(index: int) -> str:
-    """The time range of histogram bucket `index`."""
-    if index < 60:
-        return f"{index}-{index + 1} s"
-    if index < 119:
-        return f"{index - 59}-{index - 58} min"
-    if index < 142:
-        return f"{index - 118}-{index - 117} h"
-    return f"{index - 141}-{index - 140} d"
+def bucket_bounds(index: int) -> tuple[str, str]:
+    """Start and end of histogram bucket `index`, as text."""
+    for first, offset, unit in ((142, 141, "d"), (119, 118, "h"), (60, 59, "min")):
+        if index >= first:
+            return f"{index - offset} {unit}", f"{index - offset + 1} {unit}"
+    return f"{index} s", f"{index + 1} s"
 
 
-def histogram_bars(histogram: tuple[int, ...]) -> list[Bar]:
-    """Bars scaled to the tallest bucket (empty buckets are left out)."""
+def histogram_bars(histogram: tuple[int, ...], shown: int) -> list[Bar]:
+    """Bars of the first `shown` buckets, scaled to the tallest (empty ones left out)."""
     tallest = max(histogram, default=0)
     bars = []
-    for index, count in enumerate(histogram):
+    for index, count in enumerate(histogram[:shown]):
         if count and tallest:
             height = max(1.0, HISTOGRAM_HEIGHT * count / tallest)
+            low, high = bucket_bounds(index)
             bars.append(
                 Bar(
                     x=index * BAR_WIDTH, y=HISTOGRAM_HEIGHT - height, height=height,
-                    count=count, label=bucket_label(index),
+                    count=count, label=f"{low} to {high}",
                 )
             )
     return bars
@@ -166,21 +166,27 @@ def histogram_bars(histogram: tuple[int, ...]) -> list[Bar]:
 
 @dataclass(frozen=True)
 class Chart:
-    """A histogram chart: its bars and axis ticks."""
+    """A histogram chart: its bars, unit boundaries, and the range it covers."""
 
     bars: list[Bar]
     ticks: list[tuple[float, str]]
     width: float
     height: float
+    start: str
+    end: str
 
 
 def chart(histogram: tuple[int, ...]) -> Chart:
-    """The chart of a wait or run histogram."""
+    """The chart of a wait or run histogram, cut after its last non-empty bucket."""
+    last = max((index for index, count in enumerate(histogram) if count), default=-1)
+    shown = max(1, min(len(histogram), max(last + 1, MIN_BUCKETS)))
     return Chart(
-        bars=histogram_bars(histogram),
-        ticks=[(index * BAR_WIDTH, label) for index, label in TICKS],
-        width=max(len(histogram), 148) * BAR_WIDTH,
+        bars=histogram_bars(histogram, shown),
+        ticks=[(index * BAR_WIDTH, label) for index, label in UNIT_STARTS if index < shown],
+        width=shown * BAR_WIDTH,
         height=HISTOGRAM_HEIGHT,
+        start="0 s",
+        end=bucket_bounds(shown - 1)[1],
     )
 
 

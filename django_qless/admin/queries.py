@@ -1,17 +1,21 @@
-"""Read-only queries the admin pages need beyond the core client's.
+"""Read-only queries of the admin pages.
 
-The jid-only list queries go through the script (`failed`, `tag get`) without fetching
-every job. Tracked jobs are paged with two read-only Redis reads of `ql:tracked`: the
-script's `track` command returns every tracked job at once, which does not scale.
+The pages must show whatever any qless client wrote, so these reads skip the core's
+argument checks (which rightly refuse, say, a queue name with spaces for new writes)
+and send names to the script as they are. The jid-only list queries (`failed`, `tag
+get`) avoid fetching every job. Tracked jobs and waiting jobs are paged with read-only
+Redis reads: the script's `track` returns every tracked job at once, and `peek` has no
+offset.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-from ..core import Client
+from ..core import Client, Job, QueueCounts, RecurringJob, Stats, WorkerJobs
 from ..core import validation as check
 from ..core.records import as_list
 
@@ -26,21 +30,69 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+#: Jids per `multiget` call.
+CHUNK = 500
+
+
+def get_job(client: Client, jid: str) -> Job | None:
+    """A job by jid, or None."""
+    reply = client.call("get", jid)
+    return None if reply is None else Job(client, json.loads(reply))
+
+
+def get_jobs(client: Client, jids: Sequence[str]) -> list[Job]:
+    """Jobs by jid, in order, skipping those that no longer exist."""
+    jobs: list[Job] = []
+    for start in range(0, len(jids), CHUNK):
+        chunk = list(jids[start : start + CHUNK])
+        jobs += client.jobs_from_json(client.call("multiget", *chunk))
+    return jobs
+
+
+def get_recurring(client: Client, jid: str) -> RecurringJob | None:
+    """A recurring job template by jid, or None."""
+    reply = client.call("recur.get", jid)
+    return None if reply is None else RecurringJob(client, json.loads(reply))
+
+
+def queue_counts(client: Client, name: str) -> QueueCounts:
+    """A queue's counts by state."""
+    return QueueCounts.from_json(json.loads(client.call("queues", name)))
+
+
+def queue_jids(client: Client, name: str, state: str, offset: int, count: int) -> list[str]:
+    """A page of a queue's jids in `state` (waiting: in pop order, from the work set)."""
+    start, size = check.offset(offset), check.count(count)
+    if state == "waiting":
+        found = client.redis.zrevrange(f"ql:q:{name}-work", start, start + size - 1)
+    else:
+        found = client.call("jobs", state, name, start, size)
+    return [_text(jid) for jid in as_list(found)]
+
+
+def queue_stats(client: Client, name: str, when: float) -> Stats:
+    """A queue's wait/run statistics for the day containing `when`."""
+    return Stats.from_json(json.loads(client.call("stats", name, when)))
+
+
+def worker_jobs(client: Client, name: str) -> WorkerJobs:
+    """The jids a worker holds: live leases and expired ones."""
+    reply = json.loads(client.call("workers", name))
+    return WorkerJobs(
+        jobs=tuple(str(j) for j in as_list(reply.get("jobs"))),
+        stalled=tuple(str(j) for j in as_list(reply.get("stalled"))),
+    )
+
+
 def group_jids(client: Client, group: str, start: int, count: int) -> tuple[int, list[str]]:
     """(size of the failure group, jids from `start`), newest first."""
-    reply = json.loads(
-        client.call(
-            "failed", check.label(group, "failure group"), check.offset(start), check.count(count)
-        )
-    )
+    reply = json.loads(client.call("failed", group, check.offset(start), check.count(count)))
     return int(reply.get("total", 0)), [str(j) for j in as_list(reply.get("jobs"))]
 
 
 def tag_jids(client: Client, tag: str, offset: int, count: int) -> tuple[int, list[str]]:
     """(number of jobs with the tag, jids from `offset`)."""
-    reply = json.loads(
-        client.call("tag", "get", check.label(tag, "tag"), check.offset(offset), check.count(count))
-    )
+    reply = json.loads(client.call("tag", "get", tag, check.offset(offset), check.count(count)))
     return int(reply.get("total", 0)), [str(j) for j in as_list(reply.get("jobs"))]
 
 

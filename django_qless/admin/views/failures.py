@@ -15,7 +15,7 @@ from ..env import Env
 from ..feedback import confirm_page, confirmed, invalid, plural, report
 from ..forms import GroupForm
 from ..pagination import paginate, paginate_sequence
-from ..queries import group_jids
+from ..queries import get_jobs, group_jids
 from .jobs import list_context
 
 
@@ -52,8 +52,8 @@ def _failed_at(job: Job | None) -> datetime | None:
 
 def summarize(env: Env, group: str, count: int) -> GroupSummary:
     """A group's newest and oldest job (two one-item queries)."""
-    newest = env.client.failed_jobs(group, 0, 1).jobs
-    oldest = env.client.failed_jobs(group, max(count - 1, 0), 1).jobs
+    newest = get_jobs(env.client, group_jids(env.client, group, 0, 1)[1])
+    oldest = get_jobs(env.client, group_jids(env.client, group, max(count - 1, 0), 1)[1])
     return GroupSummary(group, count, newest[0] if newest else None, oldest[0] if oldest else None)
 
 

@@ -10,12 +10,14 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 
 from ...core import InvalidArgumentError, Job
-from ...core import validation as check
 from .. import permissions, presenters
 from ..env import Env
 from ..pagination import Pagination, paginate, paginate_sequence
 from ..queries import (
     TRACKED_STATES,
+    get_job,
+    get_jobs,
+    get_recurring,
     tag_jids,
     tracked_counts,
     tracked_jids,
@@ -30,7 +32,7 @@ def list_context(env: Env, page: Pagination[str]) -> dict[str, Any]:
     """A page of jids as job rows, plus what the bulk-action bar needs."""
     now = env.client.now()
     return {
-        "page": page.map(lambda jids: presenters.job_rows(env.client.get_jobs(jids), now)),
+        "page": page.map(lambda jids: presenters.job_rows(get_jobs(env.client, jids), now)),
         "queue_names": [q.name for q in env.client.queues()],
     }
 
@@ -49,14 +51,10 @@ def search(env: Env) -> HttpResponse:
 
 def find(env: Env, query: str) -> str | None:
     """URL of the job, recurring job or tag named `query`, if there is one."""
-    try:
-        jid = check.jid(query)
-    except InvalidArgumentError:
-        jid = None
-    if jid is not None and env.client.get_job(jid) is not None:
-        return env.link("job", jid=jid)
-    if jid is not None and env.client.recurring(jid) is not None:
-        return env.link("recurring", jid=jid)
+    if get_job(env.client, query) is not None:
+        return env.link("job", jid=query)
+    if get_recurring(env.client, query) is not None:
+        return env.link("recurring", jid=query)
     try:
         total, _ = tag_jids(env.client, query, 0, 1)
     except InvalidArgumentError:
@@ -66,9 +64,9 @@ def find(env: Env, query: str) -> str | None:
 
 def job_page(env: Env, jid: str) -> HttpResponse:
     """One job: fields, data, history timeline, failure, dependencies, actions."""
-    job = env.client.get_job(jid)
+    job = get_job(env.client, jid)
     if job is None:
-        if env.client.recurring(jid) is not None:
+        if get_recurring(env.client, jid) is not None:
             return HttpResponseRedirect(env.url("recurring", jid=jid))
         missing = {"message": f"No job {jid!r} (it may have been cancelled or expired)."}
         return env.render("error.html", missing, title="Job not found", section="", status=404)

@@ -9,13 +9,20 @@ from django.contrib import messages
 from django.http import HttpResponse
 
 from ... import models
-from ...core import Queue, QueueCounts, Stats
+from ...core import QueueCounts, Stats
 from .. import audit, presenters
 from ..env import Env
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
 from ..pagination import paginate
-from ..queries import config_values
+from ..queries import (
+    config_values,
+    get_jobs,
+    get_recurring,
+    queue_counts,
+    queue_jids,
+    queue_stats,
+)
 
 TABS = ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recurring")
 
@@ -28,12 +35,11 @@ def queue_list(env: Env) -> HttpResponse:
 
 def queue_page(env: Env, name: str) -> HttpResponse:
     """One queue: counts, today's failures, settings, and the selected tab."""
-    queue = env.client.queue(name)
-    counts = queue.counts()
+    counts = queue_counts(env.client, name)
     tab = env.request.GET.get("tab", "stats")
     tab = tab if tab in TABS else "stats"
     day = stats_day(env.request.GET.get("date", ""), env.client.now())
-    stats = queue.stats(day.timestamp())
+    stats = queue_stats(env.client, name, day.timestamp())
     context = {
         "queue": counts,
         "tab": tab,
@@ -41,7 +47,7 @@ def queue_page(env: Env, name: str) -> HttpResponse:
         "stats": stats,
         "day": day,
         "settings": queue_settings(env, name),
-        "tab_context": tab_context(env, queue, counts, tab, stats),
+        "tab_context": tab_context(env, counts, tab, stats),
         "queue_names": [q.name for q in env.client.queues()],
     }
     crumbs = [("Queues", env.url("queues")), (name, None)]
@@ -62,27 +68,24 @@ def tab_count(counts: QueueCounts, tab: str) -> int | None:
     return None if tab == "stats" else int(getattr(counts, tab))
 
 
-def tab_context(
-    env: Env, queue: Queue, counts: QueueCounts, tab: str, stats: Stats
-) -> dict[str, object]:
+def tab_context(env: Env, counts: QueueCounts, tab: str, stats: Stats) -> dict[str, object]:
     """What the selected tab shows: charts, or one page of its jobs."""
     if tab == "stats":
         return {"wait": presenters.chart(stats.wait.histogram),
                 "run": presenters.chart(stats.run.histogram)}
     total = tab_count(counts, tab) or 0
-    if tab == "waiting":
-        page = paginate(env.request, queue.waiting, total)
-    else:
-        page = paginate(env.request, lambda o, c: queue.jobs(tab, o, c), total)
+    page = paginate(
+        env.request, lambda o, c: queue_jids(env.client, counts.name, tab, o, c), total
+    )
     if tab == "recurring":
         return {"page": page.map(lambda jids: recurring_rows(env, jids))}
     now = env.client.now()
-    return {"page": page.map(lambda jids: presenters.job_rows(env.client.get_jobs(jids), now))}
+    return {"page": page.map(lambda jids: presenters.job_rows(get_jobs(env.client, jids), now))}
 
 
 def recurring_rows(env: Env, jids: Sequence[str]) -> list[presenters.RecurringRow]:
     """Recurring templates by jid (skipping any deleted meanwhile)."""
-    found = (env.client.recurring(jid) for jid in jids)
+    found = (get_recurring(env.client, jid) for jid in jids)
     return [presenters.recurring_row(job) for job in found if job is not None]
 
 

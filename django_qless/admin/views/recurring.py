@@ -14,6 +14,7 @@ from ..env import Env
 from ..feedback import confirm_page, confirmed, form_errors, invalid
 from ..forms import JidForm, RecurringForm
 from ..pagination import paginate
+from ..queries import get_recurring, queue_jids
 from .queues import recurring_rows
 
 
@@ -24,9 +25,10 @@ def recurring_list(env: Env) -> HttpResponse:
     selected = env.request.GET.get("queue", names[0] if names else "")
     context: dict[str, Any] = {"queues": queues, "selected": selected, "page": None}
     if selected in names:
-        queue = env.client.queue(selected)
         total = next(q.recurring for q in queues if q.name == selected)
-        page = paginate(env.request, lambda o, c: queue.jobs("recurring", o, c), total)
+        page = paginate(
+            env.request, lambda o, c: queue_jids(env.client, selected, "recurring", o, c), total
+        )
         context["page"] = page.map(lambda jids: recurring_rows(env, jids))
     return env.render(
         "recurring_list.html", context, title="Recurring jobs", section="recurring_list"
@@ -43,7 +45,7 @@ def initial(job: RecurringJob) -> dict[str, Any]:
 
 def recurring_page(env: Env, jid: str, form: RecurringForm | None = None) -> HttpResponse:
     """One template: its fields, data (masked) and the edit form."""
-    job = env.client.recurring(jid)
+    job = get_recurring(env.client, jid)
     if job is None:
         missing = {"message": f"No recurring job {jid!r}."}
         return env.render("error.html", missing, title="Not found", section="", status=404)

@@ -8,12 +8,12 @@ from django.contrib import messages
 from django.http import HttpResponse
 
 from ... import models
-from ...core import InvalidArgumentError
 from .. import audit
 from ..env import Env
 from ..feedback import invalid
 from ..forms import WorkerForm
 from ..pagination import paginate_sequence
+from ..queries import worker_jobs
 from .jobs import list_context
 
 
@@ -25,15 +25,9 @@ def worker_list(env: Env) -> HttpResponse:
 
 def worker_page(env: Env, name: str) -> HttpResponse:
     """The jobs a worker holds: live leases first, then expired ones."""
-    try:
-        held = env.client.workers.jobs(name)
-    except InvalidArgumentError as exc:
-        messages.error(env.request, str(exc))
-        jids: list[str] = []
-        stalled: set[str] = set()
-    else:
-        jids = [*held.jobs, *held.stalled]
-        stalled = set(held.stalled)
+    held = worker_jobs(env.client, name)
+    jids = [*held.jobs, *held.stalled]
+    stalled = set(held.stalled)
     context: dict[str, Any] = {
         **list_context(env, paginate_sequence(env.request, jids)),
         "worker": name,

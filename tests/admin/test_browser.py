@@ -1,0 +1,121 @@
+"""A real browser (Debian's chromium, driven by Playwright) against the live admin.
+
+Logs in, opens the overview and a failure group, retries a failed job from the page,
+runs a worker, sees the job complete, and saves screenshots of the main pages for the docs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from django_qless.core import Client
+from tests.admin.conftest import ALL_PERMS, plant, url
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+]
+
+
+@pytest.fixture
+def browser_page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A Chromium page (1280x900); fails the test if any dialog (alert) ever opens."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test
+    # makes meanwhile are ordinary blocking calls.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    dialogs: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        yield page
+        browser.close()
+    assert dialogs == []
+
+
+def shoot(page: Any, name: str) -> None:
+    """Save a full-page screenshot under docs/images/."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / f"admin-{name}.png"), full_page=True)
+
+
+def log_in(page: Any, base: str) -> None:
+    """Log in through the admin's own login form."""
+    page.goto(f"{base}/admin/login/?next=/admin/")
+    page.fill("#id_username", "ops")
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+
+
+def test_retry_a_failed_job_from_the_browser(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any
+) -> None:
+    world = plant(qless)
+    make_user("ops", perms=ALL_PERMS)
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    assert page.get_by_role("link", name="Overview").count() == 1  # the Qless section
+
+    page.goto(base + url("overview"))
+    assert page.get_by_role("heading", name="Failed jobs (1)").is_visible()
+    shoot(page, "overview")
+
+    page.get_by_role("link", name=world.group).first.click()
+    page.wait_for_url(f"**{url('failure_group', group=world.group)}")
+    shoot(page, "failure-group")
+
+    page.get_by_role("link", name=world.failed).click()
+    assert page.locator(".qless-traceback").inner_text().endswith("ValueError: boom")
+    shoot(page, "job-failed")
+    page.get_by_role("button", name="Retry", exact=True).click()
+    assert "Retried 1 job." in page.locator(".messagelist").inner_text()
+    assert qless.get_job(world.failed).state == "waiting"
+
+    call_command("qless_worker", "broken", burst=True, verbosity=0)
+    page.goto(base + url("job", jid=world.failed))
+    assert page.locator(".qless-card h2 .qless-state").inner_text() == "complete"
+    assert "done" in page.locator(".qless-timeline").inner_text()
+
+
+def test_screenshots_of_the_main_pages(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any
+) -> None:
+    world = plant(qless)
+    make_user("ops", perms=ALL_PERMS)
+    call_command("qless_worker", "jobs", burst=True, verbosity=0)  # fills the stats
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    pages = {
+        "queue-stats": url("queue", name="jobs") + "?tab=stats",
+        "queue-running": url("queue", name="busy") + "?tab=running",
+        "job-running": url("job", jid=world.running),
+        "failures": url("failures"),
+        "recurring": url("recurring", jid=world.recurring),
+        "config": url("config"),
+        "workers": url("workers"),
+    }
+    for name, path in pages.items():
+        response = page.goto(base + path)
+        assert response is not None and response.status == 200, name
+        shoot(page, name)
+    page.emulate_media(color_scheme="dark")
+    page.goto(base + url("overview"))
+    shoot(page, "overview-dark")
+    assert os.path.getsize(IMAGES / "admin-overview-dark.png") > 0
