@@ -325,3 +325,21 @@ def test_fractional_retries_are_refused_up_front(lua, keyspace):
     recur = ("recur", T0, "q", "r", "K", "{}", "interval", 60, 0, "retries", "1.5")
     message = unchanged(keyspace, lambda: lua(*recur))
     assert message == 'Recur(): Arg "retries" not a number: 1.5'
+
+
+# --- jobs written by old qless-core builds ---------------------------------------------------
+
+
+def test_legacy_history_blob_is_shown_then_migrated(lua, redis_client):
+    put(lua, T0, "a")
+    redis_client.delete("ql:j:a-history")
+    blob = [{"q": "q", "put": T0 - 10.5, "popped": T0 - 5, "worker": "w0", "done": T0 - 1}]
+    redis_client.hset("ql:j:a", "history", json.dumps(blob))
+    shown = [(entry["what"], entry["when"]) for entry in get(lua, "a")["history"]]
+    assert shown == [("put", T0 - 11), ("popped", T0 - 5), ("done", T0 - 1)]
+    assert redis_client.hexists("ql:j:a", "history")  # get only reads
+    lua("log", T0, "a", "note")
+    assert not redis_client.hexists("ql:j:a", "history")
+    whats = [entry[1] for entry in history_entries(redis_client, "a")]
+    assert whats == ["put", "popped", "done", "note"]
+    assert history_entries(redis_client, "a")[1] == [T0 - 5, "popped", {"worker": "w0"}]
