@@ -35,9 +35,13 @@ class RecurStore:
 
     def database_id(self) -> tuple[str, int]:
         """(server run_id, db index): aliases with equal ids share one database."""
-        info = self.redis.info("server")
         db = int(self.redis.connection_pool.connection_kwargs.get("db", 0) or 0)
-        return str(info.get("run_id", "")), db
+        try:
+            run_id = str(self.redis.info("server").get("run_id", ""))
+        except redis.ResponseError:
+            # INFO can be denied by ACLs or renamed: then only identical clients count as one.
+            run_id = f"client-{id(self.redis)}"
+        return run_id, db
 
     def listed_jids(self) -> list[str]:
         """Jids of every recurring template, from `queues` and `jobs recurring <queue>`."""

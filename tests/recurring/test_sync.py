@@ -335,3 +335,15 @@ def test_redis_down_raises(settings: Any) -> None:
     settings.QLESS = {"URL": "redis://127.0.0.1:1/0"}
     with pytest.raises(redis.ConnectionError):
         sync_schedules()
+
+
+def test_info_denied_falls_back_to_one_database_per_client(
+    sync: Sync, client: Client, monkeypatch: Any
+) -> None:
+    def denied(*args: Any, **kwargs: Any) -> Any:
+        raise redis.ResponseError("NOPERM this user has no permissions to run the 'info' command")
+
+    monkeypatch.setattr(client.redis, "info", denied)
+    report = sync()
+    assert report.ok and report.applied
+    assert set(kinds(sync()).values()) == {"unchanged"}
