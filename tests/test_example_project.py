@@ -185,6 +185,8 @@ def test_run_py_smoke_with_embedded_redis(tmp_path: Path) -> None:
     assert "Starting the embedded Redis (Redis server v=" in output
     assert re.search(r"All \d+ demo checks passed", output)
     assert "/admin/newsletter/issue/ shows" in output
+    assert "/admin/django_qless/failure/ shows 'imports-FeedFormatError'" in output
+    assert "/admin/django_qless/recurringjob/ shows" in output
     assert "Smoke run passed" in output
     # The server it started is gone, and so is the file naming it.
     assert "Stopped the embedded Redis" in output

@@ -13,6 +13,15 @@ PAGES = [
     ("/admin/newsletter/subscriber/", "alice@example.com"),
     ("/admin/newsletter/issue/", "Issue #1"),
     ("/admin/newsletter/export/", "Export #"),
+    # django_qless's own pages.
+    ("/admin/django_qless/overview/", "Qless overview"),
+    ("/admin/django_qless/queue/default/q/archive/", "Unpause"),
+    ("/admin/django_qless/failure/", "imports-FeedFormatError"),
+    ("/admin/django_qless/failure/default/g/imports-FeedFormatError/",
+     "newsletter.qless_jobs.import_partner_feed"),
+    ("/admin/django_qless/job/default/tracked/", "newsletter.qless_jobs.finish_issue"),
+    ("/admin/django_qless/job/default/tagged/?tag=issue:1", "newsletter.qless_jobs.render_issue"),
+    ("/admin/django_qless/recurringjob/", "newsletter.qless_jobs.purge_old_exports"),
 ]
 
 
