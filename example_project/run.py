@@ -27,7 +27,7 @@ from pathlib import Path
 
 from runlib.admin_check import check_admin
 from runlib.processes import Processes, wait_http
-from runlib.redis_server import EmbeddedRedis, dotenv_value, redis_server_binary
+from runlib.redis_server import EmbeddedRedis, dotenv_value, redis_server_binary, shown
 
 HERE = Path(__file__).resolve().parent
 USERNAME = "admin"
@@ -143,20 +143,20 @@ def serve(args: argparse.Namespace, procs: Processes, url: str, data_dir: Path,
     data_dir.mkdir(parents=True, exist_ok=True)
     prepare(procs)
     worker_log = data_dir / "worker.log"
-    say(f"==> Starting the worker (manage.py qless_worker), logging to {worker_log}")
+    say(f"==> Starting the worker (manage.py qless_worker), logging to {shown(worker_log)}")
     procs.spawn("worker", "qless_worker", "-v", "1", log=worker_log)
     seed(procs, quick=False)
     say(f"==> Starting the development server on {args.host}:{args.port}")
     procs.spawn("web", "runserver", f"{args.host}:{args.port}", own_group=True)
     base = f"http://{args.host}:{args.port}"
     wait_http(f"{base}/admin/login/", procs, timeout=60)
-    where = f"embedded redis-server, data in {redis.directory}" if redis else "from QLESS_URL"
+    where = f"embedded redis-server in {shown(redis.directory)}" if redis else "from QLESS_URL"
     say()
     say("django_qless example is running")
     say(f"  Admin   {base}/admin/")
     say(f"  Login   {USERNAME} / {PASSWORD}")
     say(f"  Redis   {url} ({where})")
-    say(f"  Worker  manage.py qless_worker; watch it with: tail -f {worker_log}")
+    say(f"  Worker  manage.py qless_worker; its log: tail -f {shown(worker_log)}")
     say("Press Ctrl-C to stop the server, the worker" + (" and Redis." if redis else "."))
     say()
     while True:

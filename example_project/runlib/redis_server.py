@@ -131,9 +131,11 @@ class EmbeddedRedis:
             "save \"\"\nappendonly no\nprotected-mode yes\n",
             encoding="utf-8",
         )
-        version = subprocess.run([self.binary, "--version"], capture_output=True, text=True,  # noqa: S603
-                                 check=True).stdout.split()
-        self.say(f"==> Starting the embedded Redis ({' '.join(version[:3])}) in {self.directory}")
+        words = subprocess.run([self.binary, "--version"], capture_output=True, text=True,  # noqa: S603
+                               check=True).stdout.split()
+        version = next((w[2:] for w in words if w.startswith("v=")), "?")
+        self.say(f"==> Starting the embedded Redis (redis-server {version}) in "
+                 f"{shown(self.directory)}")
         # Own session: Ctrl-C reaches run.py only, which stops Redis after the worker.
         self.process = subprocess.Popen(  # noqa: S603
             [self.binary, str(self.config)], stdin=subprocess.DEVNULL,
@@ -172,6 +174,14 @@ class EmbeddedRedis:
             except OSError:
                 pass
         self.process = self.url = None
+
+
+def shown(path: Path) -> str:
+    """A path as the person running run.py would type it: relative to the cwd when inside."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _free_port() -> int:
