@@ -26,7 +26,7 @@ ARGS = [
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (/usr/bin/chromium)"),
     pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
 ]
