@@ -6,6 +6,9 @@ SIGTERM/SIGINT/SIGQUIT asks every child to stop gracefully, a second makes them 
 parent) exit at once. Children that exit on their own (`--max-jobs`, `--max-memory`) are
 replaced; in burst mode they are not. A child notices a dead parent and stops gracefully.
 Django's database connections are closed before forking so no child shares a socket.
+
+The signal handlers only count signals; the loop (which polls its children every `TICK`)
+passes each one on exactly once to every child, including a child forked just after it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from .shutdown import FORCED_EXIT, GRACEFUL
 
 logger = logging.getLogger("django_qless.worker")
 
-#: Children that die faster than this after starting are restarted with a delay.
+#: How often the parent looks at its children and at pending signals.
+TICK = 0.05
+#: Children that fail faster than this after starting stop the whole supervisor.
 MIN_UPTIME = 1.0
+#: Delay before replacing a child that crashed (exited non-zero).
 RESTART_DELAY = 1.0
 
 
@@ -39,17 +45,26 @@ class Supervisor:
         self.children: dict[int, tuple[int, float]] = {}  # pid -> (slot, started)
         self.signals = 0
         self.status = 0
+        self._signum = signal.SIGTERM
+        self._told: dict[int, int] = {}  # pid -> signals passed on to it
+        self._restarts: list[tuple[float, int]] = []  # (when, slot)
         self._previous: dict[int, object] = {}
 
     def run(self) -> int:
-        """Start the children and wait for them; returns the worst exit status."""
+        """Start the children and watch them; returns the worst exit status."""
         for signum in GRACEFUL:
             self._previous[signum] = signal.signal(signum, self._on_signal)
         try:
             for slot in range(self.count):
                 self._spawn(slot)
-            while self.children:
+            while self.children or self._restarts:
+                self._forward()
+                if self.signals > 1:
+                    os.write(2, b"qless supervisor: second signal, exiting now\n")
+                    return FORCED_EXIT
                 self._reap()
+                self._restart_due()
+                time.sleep(TICK)
         finally:
             for number, previous in self._previous.items():
                 signal.signal(number, previous)  # type: ignore[arg-type]
@@ -57,6 +72,8 @@ class Supervisor:
 
     def _spawn(self, slot: int) -> None:
         """Fork one worker process."""
+        if self.signals:
+            return
         connections.close_all()
         # Signals stay blocked in the child until its worker has installed its handlers;
         # one sent meanwhile is delivered then, instead of killing a half-started process.
@@ -65,9 +82,10 @@ class Supervisor:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child, which never returns here
                 self._child(slot)
+            self.children[pid] = (slot, time.monotonic())
+            self._told[pid] = 0
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        self.children[pid] = (slot, time.monotonic())
         logger.info("qless supervisor: started worker process %s (slot %s)", pid, slot)
 
     def _child(self, slot: int) -> None:
@@ -83,17 +101,33 @@ class Supervisor:
         finally:
             os._exit(code)
 
+    def _forward(self) -> None:
+        """Pass every signal received so far on to every child, once each."""
+        for pid in list(self.children):
+            while self._told[pid] < self.signals:
+                self._told[pid] += 1
+                try:
+                    os.kill(pid, self._signum)
+                except ProcessLookupError:
+                    break
+
     def _reap(self) -> None:
-        """Wait for a child to exit; replace it unless we are stopping."""
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            self.children.clear()
-            return
-        if pid not in self.children:
-            return
+        """Collect exited children; schedule replacements unless stopping."""
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if pid == 0:
+                return
+            if pid in self.children:
+                self._exited(pid, os.waitstatus_to_exitcode(status))
+
+    def _exited(self, pid: int, code: int) -> None:
+        """Record a child's exit and decide whether to replace it."""
         slot, started = self.children.pop(pid)
-        code = os.waitstatus_to_exitcode(status)
+        self._told.pop(pid, None)
         self.status = max(self.status, abs(code))
         logger.info("qless supervisor: worker process %s exited with %s", pid, code)
         if self.signals or not self.restart:
@@ -101,21 +135,22 @@ class Supervisor:
         if code != 0 and time.monotonic() - started < MIN_UPTIME:
             # Dying at start-up is a configuration problem: restarting will not fix it.
             logger.error("qless supervisor: worker process failed at start-up; stopping")
-            self._on_signal(signal.SIGTERM, None)
+            self.signals = max(self.signals, 1)
             return
-        if code != 0:
-            time.sleep(RESTART_DELAY)
-        if not self.signals:
+        self._restarts.append((time.monotonic() + (RESTART_DELAY if code else 0.0), slot))
+
+    def _restart_due(self) -> None:
+        """Fork the replacements whose time has come (none once stopping)."""
+        if self.signals:
+            self._restarts.clear()
+            return
+        now = time.monotonic()
+        due = [slot for when, slot in self._restarts if when <= now]
+        self._restarts = [(when, slot) for when, slot in self._restarts if when > now]
+        for slot in due:
             self._spawn(slot)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        """Pass the signal on to every child; after a second one, leave at once."""
+        """Count the signal; the loop passes it on."""
         self.signals += 1
-        for pid in list(self.children):
-            try:
-                os.kill(pid, signal.SIGTERM if signum != signal.SIGINT else signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        if self.signals > 1:
-            os.write(2, b"qless supervisor: second signal, exiting now\n")
-            os._exit(FORCED_EXIT)
+        self._signum = signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM

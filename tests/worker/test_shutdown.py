@@ -208,3 +208,28 @@ def test_reload_mode_runs_the_worker_in_a_reloaded_child(
     assert ledger()[0]["pid"] != worker.proc.pid  # run by the reloader's child process
     worker.signal(signal.SIGINT)
     worker.wait()
+
+
+def test_second_signal_to_the_supervisor_exits_at_once(
+    qless: Client, put: Callable[..., str], spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.sleep", 30) for _ in range(2)]
+    worker = spawn("q", "--processes", "2", "--shutdown-timeout", "60")
+    wait_for(lambda: all(started(ledger, jid) for jid in jids), timeout=10)
+    pids = [entry["pid"] for entry in ledger()]
+    worker.signal(signal.SIGTERM)
+    time.sleep(0.3)
+    sent_at = worker.signal(signal.SIGTERM)
+    assert worker.wait() == 1, worker.output()
+    assert time.monotonic() - sent_at < 1.0
+    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=2)
+    assert all(job_state(qless, jid) == "running" for jid in jids)
+
+
+def test_supervisor_gives_up_when_workers_fail_at_start(
+    spawn: Spawn, redis_client: redis.Redis
+) -> None:
+    redis_client.hset("ql:config", "q-heartbeat", "abc")
+    worker = spawn("q", "--processes", "2")
+    assert worker.wait(timeout=10) == 1
+    assert "failed at start-up" in worker.output()
