@@ -1,0 +1,1 @@
+"""Jobs run by the fault suite's worker subprocesses."""

@@ -1,0 +1,43 @@
+"""Jobs of the fault suite: each execution is written to the ledger outside the Redis under test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from django_qless.core import Job
+from django_qless.decorators import qless_job
+from tests.faults import ledger
+
+
+class PlannedFailureError(Exception):
+    """Raised by jobs asked to fail (the load benchmark's 5%)."""
+
+
+def first_execution(job: Job) -> bool:
+    """True the first time the job is popped (history holds one `popped` entry)."""
+    return sum(1 for entry in job.history if entry.what == "popped") <= 1
+
+
+@qless_job(name="faults.work", takes_job=True)
+def work(job: Job, ms: float = 0, fail: bool = False, kill: bool = False) -> None:
+    """Record the start, optionally kill our own process (first run only), sleep, record the end."""
+    ledger.record(job, "start")
+    if kill and first_execution(job):
+        # The job's process dies mid-job: the bench's "1% of job processes killed".
+        os.kill(os.getpid(), signal.SIGKILL)
+    if ms:
+        time.sleep(ms / 1000)
+    if fail:
+        raise PlannedFailureError(f"job {job.jid} fails on purpose")
+    ledger.record(job, "end")
+
+
+@qless_job(name="faults.long_once", takes_job=True)
+def long_once(job: Job, seconds: float) -> None:
+    """Sleep `seconds` on the first execution only; later executions (the recovery) are quick."""
+    ledger.record(job, "start")
+    if first_execution(job):
+        time.sleep(seconds)
+    ledger.record(job, "end")

@@ -1,0 +1,93 @@
+"""Fixtures of the fault suite: private redis-servers, a worker fleet, the audit, the figures.
+
+Every test here is marked `faults` (run alone: `python -m pytest -m faults tests/faults`).
+Each test leaves one line of figures (jobs, kills, lost, duplicates, ...) that is printed
+in the terminal summary whether or not `-s` is given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.faults.fleet import Fleet
+from tests.redis_harness import RedisServer
+
+MARKER = ("faults: fault-injection suite (own redis-servers and qless_worker subprocesses; "
+          "run alone with -m faults)")
+_figures: list[tuple[str, dict[str, Any]]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the `faults` marker (also listed in pyproject.toml)."""
+    config.addinivalue_line("markers", MARKER)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the figures a test left in its user properties."""
+    if report.when != "teardown":
+        return
+    for name, value in report.user_properties:
+        if name == "fault-figures":
+            _figures.append((report.nodeid, value))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per fault test with the figures it checked."""
+    if not _figures:
+        return
+    terminalreporter.section("fault suite figures")
+    for nodeid, values in _figures:
+        shown = " ".join(f"{key}={value}" for key, value in values.items())
+        terminalreporter.write_line(f"{nodeid.split('::', 1)[-1]}: {shown}")
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """The figures the test checked; reported in the terminal summary."""
+    values: dict[str, Any] = {}
+    started = time.monotonic()
+    yield values
+    values["seconds"] = round(time.monotonic() - started, 1)
+    request.node.user_properties.append(("fault-figures", values))
+
+
+@pytest.fixture
+def start_redis() -> Iterator[Callable[..., RedisServer]]:
+    """Start private redis-servers (extra arguments allowed); all stopped after the test."""
+    servers: list[RedisServer] = []
+
+    def start(*extra: str) -> RedisServer:
+        server = RedisServer(extra_args=extra).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def server(start_redis: Callable[..., RedisServer]) -> RedisServer:
+    """A fresh redis-server for this test only."""
+    return start_redis()
+
+
+@pytest.fixture
+def fleets(tmp_path: Path) -> Iterator[Callable[..., Fleet]]:
+    """Start worker fleets (see `Fleet`); every worker is stopped after the test."""
+    started: list[Fleet] = []
+
+    def start(url: str, count: int = 1, *args: str, **kwargs: Any) -> Fleet:
+        workdir = tmp_path / f"fleet{len(started)}"
+        fleet = Fleet(url, workdir, count=count, args=args or ("q",), **kwargs)
+        started.append(fleet)
+        return fleet.start()
+
+    yield start
+    for fleet in started:
+        fleet.stop()

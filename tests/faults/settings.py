@@ -1,0 +1,21 @@
+"""Settings of the fault suite's worker subprocesses: QLESS and the ledger from the environment."""
+
+from __future__ import annotations
+
+import os
+
+from tests.settings import *  # noqa: F403
+from tests.settings import INSTALLED_APPS
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.faults.app"]
+QLESS = {
+    "URL": os.environ["QLESS_FAULTS_URL"],
+    "WORKER": {"POLL_INTERVAL": 0.2},
+}
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(process)d %(levelname)s %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {"django_qless": {"handlers": ["stderr"], "level": "INFO"}},
+}

@@ -1,0 +1,62 @@
+"""B1: SIGKILL a random worker every 2 s while 4 workers drain 2,000 jobs; nothing is lost."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.faults.checks import (
+    DRAIN_DEADLINE,
+    completed,
+    compressed_time,
+    outcome,
+    put_jobs,
+    qless_client,
+    wait_for,
+)
+from tests.faults.fleet import FAST, Fleet
+from tests.redis_harness import RedisServer
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
+
+JOBS = 2000
+WORKERS = 4
+KILL_EVERY = 2.0
+#: Slack for a restarted worker's start-up (Python + Django) on a loaded 2-core box.
+START_SLACK = 3.0
+
+
+def test_sigkill_a_worker_every_two_seconds_loses_nothing(
+    server: RedisServer, fleets: Callable[..., Fleet], figures: dict[str, Any],
+) -> None:
+    client = qless_client(server)
+    compressed_time(client)
+    rng = random.Random(1)
+    acked = put_jobs(client, JOBS, lambda n: {"ms": rng.uniform(5, 50)}, retries=5)
+    fleet = fleets(server.url, WORKERS, "q", *FAST)
+    last_kill = time.monotonic()
+    # Kill while jobs are still waiting; then only the killed workers' jobs are left.
+    while client.redis.zcard("ql:q:q-work") > 0:
+        time.sleep(KILL_EVERY)
+        fleet.kill_random(rng)
+        last_kill = time.monotonic()
+    wait_for(lambda: completed(client) >= JOBS, DRAIN_DEADLINE + START_SLACK,
+             what="the drain after the last kill")
+    drained_after = time.monotonic() - last_kill
+    result = outcome(client, acked, fleet)
+    kills = fleet.kills()
+    figures.update(result.figures(), kills=kills, restarts=fleet.restarts,
+                   drained_after_last_kill=round(drained_after, 1))
+    assert kills >= 5, "the drain was too quick to inject the faults"
+    assert result.lost == []
+    assert result.duplicates <= kills
+    assert result.overlaps == []
+    assert result.running == 0
+    assert result.failed_retries == 0
+    assert result.audit.clean, result.audit.summary()
+    # Every kill was followed by a restart within the supervisor's half second.
+    assert fleet.restarts >= kills
