@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from .. import audit, bulk, permissions
 from ..env import Env
 from ..feedback import confirm_page, confirmed, invalid, plural, report
 from ..forms import JidsForm, MoveForm, PriorityForm, TagForm, TagsForm, UndependForm
-from ..queries import tag_jids
+from ..queries import TRACKED_KEY, get_job, tag_jids
 from ..routes import A, action
 
 #: An action on one job: returns None when done, or why it was not done.
@@ -159,11 +160,21 @@ def untrack(env: Env) -> HttpResponse:
     if not form.is_valid():
         return invalid(env, form, env.url("tracked"))
     jids = form.cleaned_data["jids"]
-    done = [jid for jid in jids if env.client.untrack(jid)]
+    done = [jid for jid in jids if untrack_one(env, jid)]
     errors = [(jid, "was not tracked") for jid in jids if jid not in done]
     audit.record(env, models.Job, [(jid, f"Stopped tracking job {jid}") for jid in done])
     report(env, f"Untracked {plural(len(done), 'job')}." if done else None, errors)
-    return env.redirect_back(fallback_url(env, jids))
+    return env.redirect_back(env.url("tracked"))
+
+
+def untrack_one(env: Env, jid: str) -> bool:
+    """Stop tracking a jid; False if it was not tracked."""
+    if get_job(env.client, jid) is None:
+        # The script refuses to untrack a jid whose job is gone, so such entries would
+        # stay in `ql:tracked` for ever; removing the dangling entry is all untrack does.
+        return bool(env.client.redis.zrem(TRACKED_KEY, jid))
+    # The reply is the JSON text "1" or "0".
+    return bool(json.loads(env.client.call("track", "untrack", jid)))
 
 
 def undepend(env: Env) -> HttpResponse:
