@@ -338,16 +338,18 @@ def render_profile(results: Results, names: list[str]) -> str:
 
 
 def verdict(results: Results) -> str:
-    """PASS/FAIL line for the cycle ratio target."""
+    """PASS/FAIL line for the cycle ratio target, by commandstats and by main-thread CPU."""
     ours, theirs = results.median("ours", "cycle_us"), results.median("reqless", "cycle_us")
-    if ours is None or not theirs:
+    ours_cpu = results.median("ours", "cycle_cpu")
+    theirs_cpu = results.median("reqless", "cycle_cpu")
+    if ours is None or not theirs or ours_cpu is None or not theirs_cpu:
         return "target: not evaluated (our script is not built)"
-    ratio = ours / theirs
-    mark = "PASS" if ratio <= TARGET_RATIO else "FAIL"
-    cpu_ratio = (results.median("ours", "cycle_cpu") or 0.0) / (
-        results.median("reqless", "cycle_cpu") or 1.0)
-    return (f"{mark}: ours {ours:.1f} us vs reqless {theirs:.1f} us per put+pop+complete "
-            f"= {ratio:.2f}x (target <= {TARGET_RATIO:.2f}x; main-thread CPU: {cpu_ratio:.2f}x)")
+    ratio, cpu_ratio = ours / theirs, ours_cpu / theirs_cpu
+    # Both must pass: under load commandstats' wall clock favours the shorter script.
+    mark = "PASS" if max(ratio, cpu_ratio) <= TARGET_RATIO else "FAIL"
+    return (f"{mark}: put+pop+complete ours/reqless = {ratio:.2f}x by commandstats "
+            f"({ours:.1f} vs {theirs:.1f} us), {cpu_ratio:.2f}x by main-thread CPU "
+            f"(target <= {TARGET_RATIO:.2f}x)")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
