@@ -116,13 +116,16 @@ def test_example_project_jobs_reach_their_states(
     assert "FeedFormatError" in bad_import.failure.message
     assert qless.failed() == {"emails-MailboxNotFoundError": 1, "imports-FeedFormatError": 1}
 
-    # Greylisted welcomes were refused once: retried with a backoff, so scheduled for now.
+    # Greylisted welcomes were refused once: retried with a backoff of about 2 s, so
+    # scheduled (unless a slow machine kept the burst going that long).
     retried = jobs_by_jid(qless, manifest["welcome_retried"])
     assert len(retried) == 2
     for job in retried.values():
-        assert job.state == "scheduled"
         assert (job.retries, job.remaining) == (3, 2)
-        assert job.failure is not None and job.failure.group == "emails-MailServerBusyError"
+        if job.state != "complete":
+            assert job.state == "scheduled"
+            assert job.failure is not None
+            assert job.failure.group == "emails-MailServerBusyError"
 
     # The long export wrote its progress into its history, one entry per batch of 5.
     export = qless.get_job(manifest["export"])
@@ -153,7 +156,9 @@ def test_example_project_jobs_reach_their_states(
         manage("qless_worker", "--burst")
     for job in jobs_by_jid(qless, manifest["welcome_retried"]).values():
         assert job.failure is None
-        assert [entry.what for entry in job.history].count("popped") == 2
+        pops = [entry.when for entry in job.history if entry.what == "popped"]
+        assert len(pops) == 2
+        assert pops[1] - pops[0] >= 1  # the backoff (>= 1.8 s; history keeps whole seconds)
 
     finish = qless.get_job(manifest["sent_issue_finish"])
     assert finish is not None and finish.tracked and finish.state == "complete"
