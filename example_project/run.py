@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             redis = EmbeddedRedis(data_dir, redis_server_binary(), say)
             url = redis.start_or_reuse()
         env["QLESS_URL"] = url
-        return smoke(args, procs) if args.smoke else serve(args, procs, url, data_dir, redis)
+        if scratch is not None:
+            return smoke(args, procs, scratch)
+        return serve(args, procs, url, data_dir, redis)
     except KeyboardInterrupt:
         say("\n==> Stopping")
         return 0
@@ -167,9 +169,9 @@ def serve(args: argparse.Namespace, procs: Processes, url: str, data_dir: Path,
         time.sleep(0.5)
 
 
-def smoke(args: argparse.Namespace, procs: Processes) -> int:
+def smoke(args: argparse.Namespace, procs: Processes, scratch: Path) -> int:
     """Everything once: check, seed, burst workers until the jobs settle, the admin answers."""
-    manifest = Path(procs.env["DATABASE_URL"].removeprefix("sqlite:///")).with_name("jobs.json")
+    manifest = scratch / "jobs.json"
     procs.manage("check")
     prepare(procs)
     seed(procs, quick=True, manifest=manifest)
