@@ -1,0 +1,136 @@
+"""C1: redis-server (appendonly yes, appendfsync always) SIGKILLed under load, restarted.
+
+Four producer threads put jobs (two with redis-py's default retries, two with none) while
+two workers drain. The server is SIGKILLed, then started again on the same port and
+directory. Pass: every acknowledged put is there and completes (0 lost); every put that
+was not acknowledged raised a connection error (never a silent success), and at most one
+per producer was applied anyway; the workers reconnect without a process restart and the
+script, gone with the old process, is loaded again on its own.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from django_qless.core import Client
+from tests.faults import ledger
+from tests.faults.checks import completed, compressed_time, outcome, qless_client, wait_for
+from tests.faults.fleet import FAST, Fleet
+from tests.redis_harness import RedisServer
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]
+
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+PRODUCERS = 4
+WORKERS = 2
+PUT_EVERY = 0.02
+KILL_AT = 2.5
+DOWN_FOR = 2.0
+PRODUCE_FOR = 7.0
+RECONNECT_WITHIN = 5.0
+
+
+@dataclass
+class Producer:
+    """One producer thread: jids are made before the put, recorded once it returns."""
+
+    name: str
+    client: Client
+    acked: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+
+    def run(self, until: float) -> None:
+        """Put jobs until the deadline."""
+        rng = random.Random(self.name)
+        n = 0
+        while time.monotonic() < until:
+            n += 1
+            jid = f"{self.name}-{n}"
+            try:
+                self.client.queue("q").put(
+                    "faults.work", {"args": [], "kwargs": {"ms": rng.uniform(1, 10)}}, jid=jid)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                self.refused.append((jid, type(exc).__name__))
+            except Exception as exc:  # noqa: BLE001 - any other outcome is a finding
+                self.unexpected.append(f"{jid}: {exc!r}")
+            else:
+                self.acked.append(jid)
+            time.sleep(PUT_EVERY)
+
+
+def producers(server: RedisServer) -> list[Producer]:
+    """Two producers with redis-py's default retries, two that never retry."""
+    made = []
+    for n in range(PRODUCERS):
+        options: dict[str, Any] = {} if n % 2 == 0 else {"retry": Retry(NoBackoff(), 0)}
+        made.append(Producer(f"p{n}", Client(redis.Redis.from_url(server.url, **options))))
+    return made
+
+
+def test_redis_sigkill_with_aof_always_loses_no_acknowledged_put(
+    start_redis: Callable[..., RedisServer], fleets: Callable[..., Fleet],
+    figures: dict[str, Any],
+) -> None:
+    server = start_redis(*DURABLE)
+    compressed_time(qless_client(server))
+    fleet = fleets(server.url, WORKERS, "q", *FAST)
+    worker_pids = sorted(fleet.pids())
+    started = time.monotonic()
+    team = producers(server)
+    threads = [threading.Thread(target=p.run, args=(started + PRODUCE_FOR,)) for p in team]
+    for thread in threads:
+        thread.start()
+    time.sleep(KILL_AT)
+    assert server.process is not None
+    server.process.kill()
+    server.process.wait(10)
+    time.sleep(DOWN_FOR)
+    server.start()  # same port, same directory: the AOF is replayed
+    restarted = time.time()
+    for thread in threads:
+        thread.join(30)
+    acked = [jid for p in team for jid in p.acked]
+    refused = [jid for p in team for jid, _ in p.refused]
+    client = qless_client(server)
+    wait_for(lambda: all(client.get_job(jid) is not None for jid in acked) and
+             completed(client) >= len(acked), 60, what="the drain")
+    result = outcome(client, acked, fleet)
+    applied_unacked = [jid for jid in refused if jid in result.audit.found]
+    reconnect = _reconnect_after(fleet, restarted)
+    loads = client.redis.info("commandstats").get("cmdstat_script|load", {}).get("calls", 0)
+    figures.update(result.figures(), acked=len(acked), refused=len(refused),
+                   applied_unacked=len(applied_unacked), redis_kills=1,
+                   reconnect_after=max(reconnect.values(), default=None),
+                   script_loads_after_restart=loads)
+    assert sum(len(p.unexpected) for p in team) == 0, [p.unexpected for p in team]
+    assert refused, "no put met the outage: the fault missed the load"
+    assert result.lost == []
+    assert len(applied_unacked) <= PRODUCERS
+    assert sorted(fleet.pids()) == worker_pids and fleet.restarts == 0
+    assert set(reconnect) == set(worker_pids), "a worker never ran a job after the restart"
+    assert max(reconnect.values()) <= RECONNECT_WITHIN
+    assert loads >= 1  # the script cache died with the process; clients loaded it again
+    assert "Traceback" not in fleet.output()
+    assert result.duplicates <= WORKERS + PRODUCERS
+    assert result.running == 0
+    assert result.audit.clean, result.audit.summary()
+
+
+def _reconnect_after(fleet: Fleet, restarted: float) -> dict[int, float]:
+    """Per worker pid: seconds from the restart to its first job start after it."""
+    first: dict[int, float] = {}
+    for entry in ledger.read(fleet.ledger_dir):
+        if entry.event == "start" and entry.t >= restarted and entry.pid not in first:
+            first[entry.pid] = round(entry.t - restarted, 2)
+    return first
