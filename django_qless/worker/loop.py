@@ -7,13 +7,14 @@ import os
 import random
 import time
 from collections import Counter
+from typing import Any
 
 import redis
 from django.db import close_old_connections
 
 from .. import signals
 from ..connection import aliases_for_queues, get_client
-from ..core import Client, Job, Queue
+from ..core import Client, Job, QlessError, Queue
 from ..core.client import default_worker_name
 from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
@@ -22,6 +23,7 @@ from .memory import rss_mb
 from .monitor import Monitor
 from .options import WorkerOptions
 from .order import QueueOrder
+from .pipeline import ScriptMissing, call_many
 from .runner import JobRunner
 from .shutdown import SignalHandlers
 from .state import StopState
@@ -63,7 +65,10 @@ class Worker:
         self.waker = Waker(self.client, options.queues, options.poll_interval,
                            lambda: self.stop.requested)
         self.runner = JobRunner(options, self.monitor, self.interrupter, self.name)
+        self.runner.complete = self._complete_and_pop
         self.handlers = SignalHandlers(self.stop, self.name)
+        #: A job popped in the same round trip as the previous job's completion.
+        self._next: Job | None = None
         self.jobs_run = 0
         self.outcomes: Counter[str] = Counter()
         self._memory_checked = 0.0
@@ -101,7 +106,9 @@ class Worker:
 
     def run_once(self) -> bool:
         """Pop one job and run it to its end; False when every queue was empty."""
-        popped = self._pop()
+        popped, self._next = self._next, None
+        if popped is None:
+            popped = self._pop()
         if popped is None:
             return False
         self.waker.popped()
@@ -114,6 +121,7 @@ class Worker:
     def shutdown(self) -> None:
         """Stop the monitor, deregister, restore signal handlers, close DB connections."""
         logger.info("qless worker %s: stopping (%s)", self.name, self.stop.reason or "error")
+        self._give_back_next()
         self.monitor.halt()
         self.waker.close()
         try:
@@ -155,6 +163,44 @@ class Worker:
                 # subscribing, pop once more first: a put may have come just before.)
                 self.waker.sleep(round_started)
 
+    def _complete_and_pop(self, job: Job) -> None:
+        """Complete `job` and, in the same round trip, pop the next one from the first queue."""
+        self._check_limits(running=1)
+        if self.stop.requested:
+            job.complete()
+            return
+        queue = self.order.round()[0]
+        calls: list[tuple[str, list[Any]]] = [
+            ("complete", [job.jid, self.name, job.queue_name, job.raw_data]),
+            ("pop", [queue.name, self.name, 1]),
+        ]
+        try:
+            completed, popped = call_many(self.client, calls)
+        except ScriptMissing:
+            job.complete()  # loads the script again; the next round pops as usual
+            return
+        if isinstance(popped, Exception):
+            logger.warning("qless worker %s: pop from %s failed: %s", self.name, queue.name, popped)
+        else:
+            jobs = self.client.jobs_from_json(popped)
+            if jobs:
+                self._next = jobs[0]
+                self.order.served(queue)
+        if isinstance(completed, Exception):
+            raise completed
+        job.state = str(completed)
+
+    def _give_back_next(self) -> None:
+        """A job popped along with a completion but not started: put it back unchanged."""
+        job, self._next = self._next, None
+        if job is None:
+            return
+        try:
+            job.requeue()
+        except (redis.RedisError, QlessError) as exc:
+            logger.warning("qless worker %s: could not give back job %s (%s); its lock will "
+                           "expire", self.name, job.jid, exc)
+
     def _pop(self) -> Job | None:
         """The next job from the first queue (in strategy order) that has one."""
         for queue in self.order.round():
@@ -164,10 +210,10 @@ class Worker:
                 return jobs[0]
         return None
 
-    def _check_limits(self) -> None:
-        """Stop after `max_jobs` jobs or above `max_memory_mb` of resident memory."""
+    def _check_limits(self, running: int = 0) -> None:
+        """Stop after `max_jobs` jobs (counting `running` ones) or above `max_memory_mb`."""
         limit = self.options.max_jobs
-        if limit is not None and self.jobs_run >= limit:
+        if limit is not None and self.jobs_run + running >= limit:
             self.stop.request(f"max jobs ({limit}) reached")
         ceiling = self.options.max_memory_mb
         now = time.monotonic()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,8 @@ class JobRunner:
         self.monitor = monitor
         self.interrupter = interrupter
         self.worker_name = worker_name
+        #: Completes a job; the worker swaps in one that also pops the next job.
+        self.complete: Callable[[Job], None] = _complete
 
     def run(self, job: Job, lease: float) -> str:
         """Run a popped job to its end; returns what happened to it (for counters and tests)."""
@@ -96,7 +99,7 @@ class JobRunner:
             if running.lost is not None:
                 return self._lost(definition, job, running.lost)
             if outcome.kind == "done":
-                job.complete()
+                self.complete(job)
                 self._send(signals.job_completed, definition, job, duration=outcome.duration)
                 return "completed"
             if isinstance(outcome.exc, ShutdownTimeout):
@@ -195,3 +198,8 @@ class JobRunner:
                         worker=self.worker_name, **extra)
         except Exception:
             logger.exception("qless worker %s: a signal receiver failed", self.worker_name)
+
+
+def _complete(job: Job) -> None:
+    """qless `complete`, one round trip."""
+    job.complete()

@@ -113,3 +113,25 @@ def test_max_memory_stops_the_worker_after_the_job(qless: Client, put: Callable[
     worker = run_worker("q", burst=False, max_memory=1)  # any Python process is above 1 MiB
     assert [job_state(qless, jid) for jid in jids] == ["complete", "waiting", "waiting"]
     assert re.fullmatch(r"memory \d+ MiB above max 1 MiB", worker.stop.reason)
+
+
+def test_next_job_comes_with_the_completion_and_goes_back_if_not_started(
+    qless: Client, put: Callable[..., str]
+) -> None:
+    first, second = put("worker.noop"), put("worker.noop")
+    worker = Worker(WorkerOptions(queues=("q",), handle_signals=False), client=qless)
+    assert worker.run_once()
+    assert job_state(qless, first) == "complete"
+    assert job_state(qless, second) == "running"  # popped in the same round trip
+    worker.stop.request("test")
+    worker.shutdown()
+    job = qless.get_job(second)
+    assert job is not None and job.state == "waiting"
+    assert [h.what for h in job.history] == ["put", "popped", "put"]
+
+
+def test_a_flushed_script_is_loaded_again(qless: Client, put: Callable[..., str],
+                                          run_worker: Callable[..., Worker]) -> None:
+    jids = [put("worker.flush_scripts"), put("worker.noop"), put("worker.noop")]
+    run_worker("q")
+    assert [job_state(qless, jid) for jid in jids] == ["complete"] * 3

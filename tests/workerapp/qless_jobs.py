@@ -149,3 +149,10 @@ def touch_db(alias: str) -> None:
 def db_state(job: Job, alias: str) -> None:
     """Records whether a connection of `alias` is open when the job starts."""
     record(job, "db", open=connections[alias].connection is not None)
+
+
+@qless_job(name="worker.flush_scripts", takes_job=True)
+def flush_scripts(job: Job) -> None:
+    """Makes Redis forget every script, as a restart would."""
+    job.client.redis.script_flush()
+    record(job, "flushed")
