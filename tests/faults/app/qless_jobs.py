@@ -22,13 +22,21 @@ def first_execution(job: Job) -> bool:
 
 @qless_job(name="faults.work", takes_job=True)
 def work(job: Job, ms: float = 0, fail: bool = False, kill: bool = False) -> None:
-    """Record the start, optionally kill our own process (first run only), sleep, record the end."""
+    """Record the start, optionally kill our own process (first run only), sleep, record the end.
+
+    An interruption by the worker (lock lost, time limit, shutdown) is recorded as `abort`
+    before it propagates, so the ledger knows when that execution really stopped.
+    """
     ledger.record(job, "start")
     if kill and first_execution(job):
         # The job's process dies mid-job: the bench's "1% of job processes killed".
         os.kill(os.getpid(), signal.SIGKILL)
-    if ms:
-        time.sleep(ms / 1000)
+    try:
+        if ms:
+            time.sleep(ms / 1000)
+    except BaseException:
+        ledger.record(job, "abort")
+        raise
     if fail:
         raise PlannedFailureError(f"job {job.jid} fails on purpose")
     ledger.record(job, "end")
@@ -38,6 +46,10 @@ def work(job: Job, ms: float = 0, fail: bool = False, kill: bool = False) -> Non
 def long_once(job: Job, seconds: float) -> None:
     """Sleep `seconds` on the first execution only; later executions (the recovery) are quick."""
     ledger.record(job, "start")
-    if first_execution(job):
-        time.sleep(seconds)
+    try:
+        if first_execution(job):
+            time.sleep(seconds)
+    except BaseException:
+        ledger.record(job, "abort")
+        raise
     ledger.record(job, "end")
