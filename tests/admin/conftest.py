@@ -28,6 +28,18 @@ def url(route: str, /, alias: str = "default", **kwargs: str) -> str:
     return reverse(f"admin:django_qless_{route}", kwargs={"alias": alias, **kwargs})
 
 
+def messages_of(response: Any) -> list[str]:
+    """The messages shown on the page a redirect led to."""
+    return [str(m) for m in response.context["messages"]]
+
+
+def post(client: HttpClient, route: str, body: dict[str, Any]) -> Any:
+    """POST an action and follow its redirect."""
+    response = client.post(url(route), body, follow=True)
+    assert response.status_code == 200
+    return response
+
+
 @pytest.fixture(autouse=True)
 def qless_settings(
     settings: Any, redis_client: redis.Redis, redis_server: RedisServer

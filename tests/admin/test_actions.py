@@ -15,19 +15,7 @@ from django_qless import models
 from django_qless.admin import forms
 from django_qless.connection import get_client
 from django_qless.core import Client
-from tests.admin.conftest import World, url
-
-
-def messages_of(response: Any) -> list[str]:
-    """The messages shown on the page a redirect led to."""
-    return [str(m) for m in response.context["messages"]]
-
-
-def post(client: HttpClient, route: str, body: dict[str, Any]) -> Any:
-    """POST an action and follow its redirect."""
-    response = client.post(url(route), body, follow=True)
-    assert response.status_code == 200
-    return response
+from tests.admin.conftest import World, messages_of, post, url
 
 
 def last_log() -> LogEntry:

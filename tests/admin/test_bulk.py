@@ -12,8 +12,7 @@ from django.contrib.admin.models import LogEntry
 from django.test import Client as HttpClient
 
 from django_qless.core import Client, ScriptError
-from tests.admin.conftest import KLASS, url
-from tests.admin.test_actions import messages_of, post
+from tests.admin.conftest import KLASS, messages_of, post, url
 from tests.conftest import LuaScript
 
 

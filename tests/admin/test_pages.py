@@ -1,0 +1,245 @@
+"""What the pages show: counts, tabs, leases, history, masking, search, connections."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.test import Client as HttpClient
+
+from django_qless.connection import get_client
+from django_qless.core import Client
+from tests.admin.conftest import KLASS, World, logged_in, messages_of, url
+from tests.conftest import LuaScript
+
+
+def text(response: Any) -> str:
+    """A page's HTML."""
+    assert response.status_code == 200
+    return str(response.content.decode())
+
+
+def test_overview_shows_queues_failures_workers_and_tracked(
+    world: World, qless: Client, viewer: HttpClient
+) -> None:
+    qless.queue("busy").pause()
+    response = viewer.get(url("overview"))
+    counts = {q.name: q for q in response.context["queues"]}
+    assert (counts["jobs"].waiting, counts["jobs"].scheduled, counts["jobs"].depends,
+            counts["jobs"].recurring) == (2, 1, 1, 1)
+    assert counts["busy"].running == 1 and counts["busy"].paused
+    assert response.context["groups"] == [("broken-ValueError", 1)]
+    assert [(w.name, w.jobs) for w in response.context["workers"]] == [(world.worker, 1)]
+    assert response.context["tracked"]["waiting"] == 1
+    page = text(response)
+    assert "paused" in page and url("failure_group", group="broken-ValueError") in page
+
+
+def test_queue_tabs_list_their_jobs(world: World, viewer: HttpClient) -> None:
+    expected = {"waiting": [world.parent, world.waiting], "scheduled": [world.scheduled],
+                "depends": [world.child], "recurring": [world.recurring]}
+    for tab, jids in expected.items():
+        response = viewer.get(url("queue", name="jobs") + f"?tab={tab}")
+        items = response.context["tab_context"]["page"].items
+        assert [row.job.jid for row in items] == jids, tab
+    running = viewer.get(url("queue", name="busy") + "?tab=running")
+    [row] = running.context["tab_context"]["page"].items
+    assert row.job.jid == world.running and 55 < row.lease_left <= 60
+    assert re.search(r"expires in (59|60) s", text(running))
+
+
+def test_stalled_tab_shows_expired_leases(lua: LuaScript, viewer: HttpClient, qless: Any) -> None:
+    past = time.time() - 3600
+    lua("put", past, "w", "slow", "late", KLASS, "{}", 0)
+    lua("pop", past, "slow", "old-worker", 1)
+    response = viewer.get(url("queue", name="slow") + "?tab=stalled")
+    [row] = response.context["tab_context"]["page"].items
+    assert row.job.jid == "late" and row.lease_left < -3000
+    assert "expired 59 min" in text(response)
+    assert response.context["queue"].stalled == 1
+
+
+def test_waiting_tab_paginates_in_pop_order(qless: Client, viewer: HttpClient) -> None:
+    jids = [qless.queue("many").put(KLASS, {}, priority=i % 3) for i in range(60)]
+    order = qless.queue("many").waiting(0, 60)
+    pages = []
+    for number in (1, 2, 3, 4):
+        response = viewer.get(url("queue", name="many") + f"?tab=waiting&page={number}")
+        page = response.context["tab_context"]["page"]
+        pages.append([row.job.jid for row in page.items])
+        assert page.total == 60 and page.num_pages == 3
+    assert pages[0] + pages[1] + pages[2] == order and pages[3] == []
+    assert sorted(order) == sorted(jids)
+    second = text(viewer.get(url("queue", name="many") + "?tab=waiting&page=2"))
+    assert "page=1" in second and "page=3" in second
+
+
+@pytest.mark.parametrize("page", ["0", "-3", "abc", "99999999999999"])
+def test_odd_page_numbers_are_clamped(page: str, world: World, viewer: HttpClient) -> None:
+    response = viewer.get(url("queue", name="jobs") + f"?tab=waiting&page={page}")
+    assert response.status_code == 200
+
+
+def test_stats_tab_draws_the_histograms(lua: LuaScript, viewer: HttpClient, qless: Any) -> None:
+    now = time.time()
+    lua("put", now - 5.5, "w", "timed", "a", KLASS, "{}", 0)
+    lua("pop", now, "timed", "w1", 1)
+    lua("complete", now + 2.2, "a", "w1", "timed", "{}")
+    response = viewer.get(url("queue", name="timed") + "?tab=stats")
+    page = text(response)
+    assert "<svg" in page and "1 job: 5 s to 6 s" in page and "1 job: 2 s to 3 s" in page
+    assert response.context["stats"].wait.count == 1
+    assert "Wait time" in page and "Run time" in page
+
+
+def test_stats_of_another_day(world: World, viewer: HttpClient) -> None:
+    response = viewer.get(url("queue", name="jobs") + "?tab=stats&date=2001-02-03")
+    assert response.context["day"].date().isoformat() == "2001-02-03"
+    assert "No data for this day." in text(response)
+
+
+def test_job_page_shows_history_failure_and_links(world: World, viewer: HttpClient) -> None:
+    page = text(viewer.get(url("job", jid=world.failed)))
+    assert "Traceback\nValueError: boom" in page
+    events = re.findall(r'<span class="qless-what">([^<]+)</span>', page)
+    assert events == ["failed", "popped", "put"]
+    assert url("failure_group", group=world.group) in page
+    assert url("worker", name=world.worker) in page
+    child = text(viewer.get(url("job", jid=world.child)))
+    assert url("job", jid=world.parent) in child
+    parent = text(viewer.get(url("job", jid=world.parent)))
+    assert url("job", jid=world.child) in parent
+
+
+def test_job_page_data_needs_permission_and_masks_secrets(
+    world: World, viewer: HttpClient, operator: HttpClient
+) -> None:
+    hidden = text(viewer.get(url("job", jid=world.waiting)))
+    assert "Hidden: seeing job data needs" in hidden and "args" not in hidden
+    shown = text(operator.get(url("job", jid=world.waiting)))
+    assert "hunter2" not in shown and "&quot;password&quot;: &quot;********&quot;" in shown
+    recurring = text(operator.get(url("recurring", jid=world.recurring)))
+    assert "t0ps3cret" not in recurring and "********" in recurring
+
+
+def test_masked_keys_come_from_the_setting(
+    qless: Client, operator: HttpClient, settings: Any
+) -> None:
+    settings.QLESS = {**settings.QLESS, "ADMIN": {"MASKED_DATA_KEYS": ["card"]}}
+    jid = get_client().queue("q").put(KLASS, {"Card_Number": "4111", "password": "visible",
+                                              "nested": [{"card": "x"}]})
+    page = text(operator.get(url("job", jid=jid)))
+    assert "4111" not in page and "visible" in page and "&quot;x&quot;" not in page
+
+
+def test_history_entries_from_log_are_masked(qless: Client, operator: HttpClient) -> None:
+    jid = qless.queue("q").put(KLASS, {})
+    qless.get_job(jid).log("progress", {"step": 3, "api_token": "abc123"})  # type: ignore[union-attr]
+    page = text(operator.get(url("job", jid=jid)))
+    assert "progress" in page and "step:" in page and "abc123" not in page
+
+
+def test_missing_job_is_a_404_page(world: World, viewer: HttpClient) -> None:
+    response = viewer.get(url("job", jid="nope"))
+    assert response.status_code == 404 and b"No job" in response.content
+
+
+@pytest.mark.parametrize(
+    ("query", "target"),
+    [("failed", "job"), ("every-minute", "recurring"), ("red", "tagged")],
+)
+def test_search_finds_jobs_recurring_jobs_and_tags(
+    query: str, target: str, world: World, viewer: HttpClient
+) -> None:
+    value = world.failed if query == "failed" else query
+    response = viewer.get(url("search") + f"?q={value}")
+    assert response.status_code == 302
+    expected = {"job": url("job", jid=world.failed), "recurring": url("recurring", jid=value),
+                "tagged": url("tagged") + "?tag=red"}[target]
+    assert response["Location"] == expected
+
+
+def test_search_for_nothing(world: World, viewer: HttpClient) -> None:
+    response = viewer.get(url("search") + "?q=nothing-here")
+    assert messages_of(response) == ["No job, recurring job or tag 'nothing-here' found."]
+
+
+def test_tagged_page_lists_jobs_with_the_tag(world: World, viewer: HttpClient) -> None:
+    response = viewer.get(url("tagged") + "?tag=red")
+    rows = response.context["page"].items
+    assert {row.job.jid for row in rows} == {world.waiting, world.scheduled, world.failed}
+    assert response.context["total"] == 3
+
+
+def test_tracked_tabs(world: World, qless: Client, viewer: HttpClient) -> None:
+    qless.track(world.failed)
+    qless.track(world.complete)
+    qless.cancel(world.scheduled)  # never tracked: must not show
+    response = viewer.get(url("tracked"))
+    assert {r.job.jid for r in response.context["page"].items} == {
+        world.waiting, world.failed, world.complete}
+    failed = viewer.get(url("tracked") + "?state=failed")
+    assert [r.job.jid for r in failed.context["page"].items] == [world.failed]
+    qless.cancel(world.waiting)
+    gone = viewer.get(url("tracked") + "?state=gone")
+    assert list(gone.context["gone"]) == [world.waiting]
+
+
+def test_completed_workers_and_config_pages(world: World, viewer: HttpClient) -> None:
+    completed = viewer.get(url("completed"))
+    assert [r.job.jid for r in completed.context["page"].items] == [world.complete]
+    assert completed.context["page"].total is None
+    worker = viewer.get(url("worker", name=world.worker))
+    assert [r.job.jid for r in worker.context["page"].items] == [world.running]
+    config = viewer.get(url("config"))
+    assert config.context["values"]["heartbeat"] == "60"
+    assert config.context["values"]["application"] == "qless"
+
+
+def test_view_only_users_see_no_action_buttons(world: World, viewer: HttpClient) -> None:
+    page = text(viewer.get(url("job", jid=world.failed)))
+    assert "formaction" not in page and 'method="post"' not in page.split("qless-search")[1]
+
+
+def test_connection_switcher_keeps_the_page(
+    world: World, qless: Client, viewer: HttpClient
+) -> None:
+    other = get_client("other")
+    other.queue("remote-queue").put(KLASS, {})
+    page = text(viewer.get(url("queues")))
+    assert f'href="{url("queues", alias="other")}"' in page
+    remote = viewer.get(url("queues", alias="other"))
+    assert [q.name for q in remote.context["queues"]] == ["remote-queue"]
+    changelist = text(viewer.get("/admin/django_qless/failure/"))
+    assert f'href="{url("failures", alias="other")}"' in changelist
+
+
+def test_pages_never_scan_the_keyspace(
+    world: World, redis_client: redis.Redis, operator: HttpClient
+) -> None:
+    """E8: no KEYS or SCAN from any page; lists are read with ranges."""
+    redis_client.config_resetstat()
+    paths = [url(name) for name in ("overview", "queues", "failures", "completed", "tracked",
+                                    "workers", "recurring_list", "config", "search")]
+    paths += [url("queue", name="jobs") + f"?tab={tab}" for tab in
+              ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recurring")]
+    paths += [url("job", jid=world.failed), url("failure_group", group=world.group),
+              url("worker", name=world.worker), url("recurring", jid=world.recurring),
+              url("tagged") + "?tag=red"]
+    for path in paths:
+        assert operator.get(path).status_code == 200, path
+    stats = redis_client.info("commandstats")
+    assert stats.get("cmdstat_evalsha", {}).get("calls", 0) > len(paths)
+    assert not {"cmdstat_keys", "cmdstat_scan"} & set(stats)
+
+
+def test_admin_index_and_app_index(world: World, make_user: Callable[..., User]) -> None:
+    client = logged_in(make_user("v", perms=("view_qless",)))
+    index = text(client.get("/admin/"))
+    for label in ("Overview", "Queues", "Jobs", "Failed jobs", "Workers", "Recurring jobs"):
+        assert f">{label}</a>" in index
