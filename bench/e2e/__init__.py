@@ -1,0 +1,1 @@
+"""End-to-end worker benchmark: systems, measurements and the report."""

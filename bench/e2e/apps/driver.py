@@ -1,0 +1,63 @@
+"""Put jobs into one system with its ordinary enqueue call; run as a subprocess by the bench.
+
+    python driver.py SYSTEM put N                 # N no-op jobs, one call each
+    python driver.py SYSTEM latency N SPACING     # N latency jobs, SPACING seconds apart
+
+SYSTEM names a module `sys_<SYSTEM>` beside this file with `put_noop()` and
+`put_latency(put_at)`. Prints one JSON line: {"jobs": N, "started": epoch seconds of the
+first put, "seconds": elapsed}, so the bench can leave the interpreter's start-up out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+
+def load(system: str) -> Any:
+    """The system's module (imports its queue library, and Django for qless)."""
+    return importlib.import_module(f"sys_{system}")
+
+
+def put(module: Any, count: int) -> float:
+    """Enqueue `count` no-op jobs back to back; returns the seconds it took."""
+    put_noop = cast(Callable[[], None], module.put_noop)
+    started = time.perf_counter()
+    for _ in range(count):
+        put_noop()
+    return time.perf_counter() - started
+
+
+def latency(module: Any, count: int, spacing: float) -> float:
+    """Enqueue `count` latency jobs, each stamped with its put time, `spacing` apart."""
+    put_latency = cast(Callable[[float], None], module.put_latency)
+    started = time.perf_counter()
+    for _ in range(count):
+        put_latency(time.time())
+        time.sleep(spacing)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    """Parse the command line and put the jobs."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("system")
+    parser.add_argument("action", choices=("put", "latency"))
+    parser.add_argument("count", type=int)
+    parser.add_argument("spacing", type=float, nargs="?", default=0.02)
+    args = parser.parse_args()
+    module = load(args.system)
+    started = time.time()
+    if args.action == "put":
+        elapsed = put(module, args.count)
+    else:
+        elapsed = latency(module, args.count, args.spacing)
+    print(json.dumps({"jobs": args.count, "started": started, "seconds": elapsed}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

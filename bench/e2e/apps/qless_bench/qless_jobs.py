@@ -1,0 +1,21 @@
+"""The benchmark's jobs, registered like any project's (autodiscovered by the worker)."""
+
+from __future__ import annotations
+
+import jobbody
+
+from django_qless import qless_job
+
+QUEUE = "bench"
+
+
+@qless_job(name="bench.noop", queue=QUEUE)
+def noop() -> None:
+    """Count one execution."""
+    jobbody.noop()
+
+
+@qless_job(name="bench.latency", queue=QUEUE)
+def latency(put_at: float) -> None:
+    """Record the pickup latency of this job."""
+    jobbody.latency(put_at)

@@ -1,0 +1,22 @@
+"""django_qless side of the driver: puts through `JobDefinition.enqueue`, as an app would."""
+
+from __future__ import annotations
+
+import os
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qless_bench.settings")
+django.setup()
+
+from qless_bench.qless_jobs import latency, noop  # noqa: E402 - needs django.setup() first
+
+
+def put_noop() -> None:
+    """Enqueue one no-op job."""
+    noop.enqueue()
+
+
+def put_latency(put_at: float) -> None:
+    """Enqueue one latency job."""
+    latency.enqueue(put_at)

@@ -1,0 +1,218 @@
+"""The three scenarios, run against one system: pre-filled drain, put-while-draining, latency.
+
+Every job runs the same body (apps/jobbody.py): it counts itself with INCR and stamps the
+first start and the latest end, so the drain time is read from the jobs themselves and the
+poll below only decides when to stop waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from .systems import APPS, ROOT, System
+
+COUNT, FIRST, LAST, LATENCY = "bench:count", "bench:first", "bench:last", "bench:latency"
+POLL = 0.02
+#: Give up when the job count has not moved for this long.
+STALL = 60.0
+
+
+class BenchError(RuntimeError):
+    """A scenario could not be measured (worker died, jobs stalled)."""
+
+
+@dataclass
+class Result:
+    """What one system did in one round; None where not measured."""
+
+    system: str
+    put_rate: float | None = None
+    drain_rate: float | None = None
+    drain_wall_rate: float | None = None
+    live_rate: float | None = None
+    latencies: list[float] = field(default_factory=list)
+    duplicates: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Bench:
+    """Runs scenarios for one system on one Redis database."""
+
+    system: System
+    url: str
+    jobs: int
+    samples: int
+    spacing: float
+    logs: Path
+
+    def __post_init__(self) -> None:
+        self.redis = redis.Redis.from_url(self.url)
+        self.env = self.system.env(self.url)
+
+    # Scenarios.
+
+    def run(self, result: Result) -> None:
+        """All scenarios; a failing one is recorded and the next still runs."""
+        for step in (self.drain, self.live_and_latency):
+            try:
+                step(result)
+            except BenchError as exc:
+                result.errors.append(f"{step.__name__}: {exc}")
+
+    def drain(self, result: Result) -> None:
+        """Pre-fill the queue, then time a worker (burst where it has one) until all ran."""
+        self.redis.flushdb()
+        result.put_rate = self.put(self.jobs)
+        if self.count() != 0:
+            raise BenchError("jobs ran before any worker started")
+        spawned = time.time()
+        worker = self.spawn_worker(burst=self.system.has_burst, tag="drain")
+        try:
+            self.wait_count(self.jobs, worker, exits=self.system.has_burst)
+            first, last = self.stamps()
+            result.drain_rate = self.jobs / (last - first)
+            result.drain_wall_rate = self.jobs / (last - spawned)
+            if self.system.has_burst:
+                self.wait_exit(worker)
+        finally:
+            stop(worker)
+        result.duplicates += self.count() - self.jobs
+
+    def live_and_latency(self, result: Result) -> None:
+        """Idle worker: time a producer putting while it drains, then pickup latency."""
+        self.redis.flushdb()
+        worker = self.spawn_worker(burst=False, tag="live")
+        try:
+            self.put(1)  # proves the worker is up and has taken a job
+            self.wait_count(1, worker)
+            self.redis.delete(COUNT, FIRST, LAST)
+            producer = self.spawn_driver("put", str(self.jobs))
+            self.wait_count(self.jobs, worker)
+            started = finish(producer)["started"]  # the first put, after the imports
+            result.live_rate = self.jobs / (self.stamps()[1] - started)
+            result.duplicates += self.count() - self.jobs
+            time.sleep(1.0)  # idle from here on
+            self.run_driver("latency", str(self.samples), str(self.spacing))
+            self.wait_latencies(worker)
+            result.latencies += [float(v) for v in self.redis.lrange(LATENCY, 0, -1)]
+        finally:
+            stop(worker)
+
+    # Helpers.
+
+    def put(self, count: int) -> float:
+        """Put `count` no-op jobs through the system's driver; returns its put rate."""
+        report = self.run_driver("put", str(count))
+        return count / max(float(report["seconds"]), 1e-9)
+
+    def run_driver(self, *args: str) -> dict[str, float]:
+        """Run the driver to completion and return its JSON report."""
+        proc = self.spawn_driver(*args)
+        return finish(proc)
+
+    def spawn_driver(self, *args: str) -> subprocess.Popen[str]:
+        """Start the driver (in the system's interpreter) without waiting."""
+        argv = [self.system.python, str(APPS / "driver.py"), self.system.name, *args]
+        return subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def spawn_worker(self, *, burst: bool, tag: str) -> subprocess.Popen[str]:
+        """Start the worker in its own process group, logging to a file."""
+        log = (self.logs / f"{self.system.name}-{tag}.log").open("a", encoding="utf-8")
+        with log:
+            return subprocess.Popen(self.system.worker(self.url, burst), cwd=ROOT, env=self.env,
+                                    stdout=log, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
+
+    def count(self) -> int:
+        """Jobs executed so far."""
+        return int(self.redis.get(COUNT) or 0)
+
+    def stamps(self) -> tuple[float, float]:
+        """First job start and latest job end."""
+        first, last = self.redis.mget(FIRST, LAST)
+        if first is None or last is None:
+            raise BenchError("no job stamps")
+        return float(first), float(last)
+
+    def wait_count(self, target: int, worker: subprocess.Popen[str], *,
+                   exits: bool = False) -> None:
+        """Poll until `target` jobs ran; fail on a stall or a worker that died early."""
+        seen, moved = -1, time.monotonic()
+        while (done := self.count()) < target:
+            if done != seen:
+                seen, moved = done, time.monotonic()
+            elif time.monotonic() - moved > STALL:
+                raise BenchError(f"stalled at {done}/{target} jobs")
+            if worker.poll() is not None and (not exits or self.count() < target):
+                raise BenchError(f"worker exited ({worker.returncode}) at {done}/{target} "
+                                 f"jobs; see {self.logs}")
+            time.sleep(POLL)
+
+    def wait_latencies(self, worker: subprocess.Popen[str]) -> None:
+        """Poll until every latency job recorded its sample."""
+        deadline = time.monotonic() + STALL
+        while self.redis.llen(LATENCY) < self.samples:
+            if worker.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(f"{self.redis.llen(LATENCY)}/{self.samples} latency samples")
+            time.sleep(POLL)
+
+    def wait_exit(self, worker: subprocess.Popen[str]) -> None:
+        """A burst worker must exit by itself once the queue is empty."""
+        try:
+            worker.wait(timeout=STALL)
+        except subprocess.TimeoutExpired:
+            raise BenchError("burst worker did not exit") from None
+
+
+def finish(proc: subprocess.Popen[str]) -> dict[str, float]:
+    """Wait for a driver and parse its report."""
+    out, err = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        raise BenchError(f"driver failed ({proc.returncode}): {err.strip()[-2000:]}")
+    report: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return report
+
+
+def stop(proc: subprocess.Popen[str], timeout: float = 30.0) -> None:
+    """Stop a worker we started: SIGTERM its process group, SIGKILL it if it lingers."""
+    if proc.poll() is None:
+        _signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait(timeout=timeout)
+    # Children (pool processes) may outlive a parent that exited by itself.
+    _signal_group(proc, signal.SIGKILL)
+
+
+def _signal_group(proc: subprocess.Popen[str], signum: int) -> None:
+    """Signal the process group the worker leads (it was started in a new session)."""
+    try:
+        os.killpg(proc.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    rank = max(int(-(-fraction * len(ordered) // 1)), 1)
+    return ordered[rank - 1]
+
+
+def median(values: list[float | None]) -> float | None:
+    """Median of the measured values, None when nothing was measured."""
+    measured = [value for value in values if value is not None]
+    return statistics.median(measured) if measured else None

@@ -1,0 +1,124 @@
+"""Summarise rounds per system, print the table, the ratios and the verdict on the targets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .measure import Result, median, percentile
+
+#: The targets of the issue: drain >= 1.0x huey and >= 5x RQ; idle pickup p50/p99 in ms.
+MIN_VS_HUEY = 1.0
+MIN_VS_RQ = 5.0
+MAX_P50_MS = 5.0
+MAX_P99_MS = 50.0
+
+
+@dataclass
+class Summary:
+    """Medians over the rounds of one system (latency percentiles over all samples)."""
+
+    system: str
+    label: str
+    put_rate: float | None
+    drain_rate: float | None
+    drain_wall_rate: float | None
+    live_rate: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    samples: int
+    duplicates: int
+    errors: list[str] = field(default_factory=list)
+
+
+def summarise(system: str, label: str, results: list[Result]) -> Summary:
+    """Fold the rounds of one system into one row."""
+    latencies = [value for result in results for value in result.latencies]
+    return Summary(
+        system=system,
+        label=label,
+        put_rate=median([r.put_rate for r in results]),
+        drain_rate=median([r.drain_rate for r in results]),
+        drain_wall_rate=median([r.drain_wall_rate for r in results]),
+        live_rate=median([r.live_rate for r in results]),
+        p50_ms=percentile(latencies, 0.50) * 1000 if latencies else None,
+        p99_ms=percentile(latencies, 0.99) * 1000 if latencies else None,
+        samples=len(latencies),
+        duplicates=sum(r.duplicates for r in results),
+        errors=[error for r in results for error in r.errors],
+    )
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def table(rows: list[Summary]) -> str:
+    """The figures, one line per system."""
+    head = ("system", "put/s", "drain/s", "drain+start/s", "put-while-draining/s",
+            "p50 ms", "p99 ms")
+    lines = [head] + [
+        (row.label, _num(row.put_rate), _num(row.drain_rate), _num(row.drain_wall_rate),
+         _num(row.live_rate), _num(row.p50_ms, 2), _num(row.p99_ms, 2))
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = []
+    for n, line in enumerate(lines):
+        rest = zip(line[1:], widths[1:], strict=True)
+        cells = [line[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in rest]
+        out.append("  ".join(cells))
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def _ratio(ours: float | None, theirs: float | None) -> float | None:
+    if ours is None or theirs is None or theirs == 0:
+        return None
+    return ours / theirs
+
+
+def ratios(rows: list[Summary]) -> str:
+    """django_qless divided by each other system, per throughput scenario."""
+    ours = next((row for row in rows if row.system == "qless"), None)
+    if ours is None:
+        return ""
+    lines = ["django_qless / other (throughput; > 1 means django_qless is faster):"]
+    for row in rows:
+        if row is ours:
+            continue
+        drain = _ratio(ours.drain_rate, row.drain_rate)
+        wall = _ratio(ours.drain_wall_rate, row.drain_wall_rate)
+        live = _ratio(ours.live_rate, row.live_rate)
+        lines.append(f"  vs {row.label}: drain {_x(drain)}, drain+start {_x(wall)}, "
+                     f"put-while-draining {_x(live)}")
+    return "\n".join(lines)
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def verdict(rows: list[Summary]) -> list[tuple[str, bool | None]]:
+    """Each target with PASS (True), FAIL (False) or not measured (None)."""
+    by_name = {row.system: row for row in rows}
+    ours = by_name.get("qless")
+    if ours is None:
+        return []
+    checks: list[tuple[str, bool | None]] = []
+    for name, minimum in (("huey", MIN_VS_HUEY), ("rq", MIN_VS_RQ)):
+        other = by_name.get(name)
+        ratio = _ratio(ours.drain_rate, other.drain_rate) if other else None
+        checks.append((f"drain >= {minimum:.1f}x {name} ({_x(ratio)})",
+                       None if ratio is None else ratio >= minimum))
+    checks.append((f"idle pickup p50 <= {MAX_P50_MS:g} ms ({_num(ours.p50_ms, 2)} ms)",
+                   None if ours.p50_ms is None else ours.p50_ms <= MAX_P50_MS))
+    checks.append((f"idle pickup p99 <= {MAX_P99_MS:g} ms ({_num(ours.p99_ms, 2)} ms)",
+                   None if ours.p99_ms is None else ours.p99_ms <= MAX_P99_MS))
+    return checks
+
+
+def render_verdict(checks: list[tuple[str, bool | None]]) -> str:
+    """PASS/FAIL lines."""
+    word = {True: "PASS", False: "FAIL", None: "n/a "}
+    return "\n".join(f"  {word[ok]}  {text}" for text, ok in checks)

@@ -1,0 +1,118 @@
+"""The systems under test: how to start each worker, where its jobs live, which interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+ROOT = BENCH.parent
+APPS = BENCH / "e2e" / "apps"
+REQUIREMENTS = BENCH / "requirements-competitors.txt"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "django_qless-bench"
+VENV = CACHE / "venv"
+#: Distributions whose versions the report prints, per interpreter.
+OUR_PACKAGES = ("django_qless", "Django", "redis")
+COMPETITOR_PACKAGES = ("rq", "huey", "celery", "kombu", "dramatiq", "redis")
+
+
+@dataclass(frozen=True)
+class System:
+    """One job queue: its worker command line and the interpreter its side runs in."""
+
+    name: str
+    label: str
+    #: Redis database number (each system gets its own; flushed before every scenario).
+    db: int
+    python: str
+    #: argv of the worker for (url, burst); burst is only asked for when `has_burst`.
+    worker: Callable[[str, bool], list[str]]
+    has_burst: bool = False
+
+    def env(self, url: str) -> dict[str, str]:
+        """Environment of this system's worker and driver processes."""
+        env = dict(os.environ)
+        env.update(
+            BENCH_REDIS_URL=url,
+            PYTHONPATH=os.pathsep.join([str(APPS), str(ROOT)]),
+            DJANGO_SETTINGS_MODULE="qless_bench.settings",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+
+def venv_bin(name: str) -> str:
+    """A console script (or the interpreter) of the competitors' virtualenv."""
+    return str(VENV / "bin" / name)
+
+
+def _qless(url: str, burst: bool) -> list[str]:
+    argv = [sys.executable, "-m", "django", "qless_worker", "bench", "--processes", "2",
+            "--verbosity", "0"]
+    return [*argv, "--burst"] if burst else argv
+
+
+def _rq(url: str, burst: bool) -> list[str]:
+    argv = [venv_bin("rq"), "worker", "-w", "rq.worker.SimpleWorker", "--url", url,
+            "--quiet", "bench"]
+    return [*argv, "--burst"] if burst else argv
+
+
+def _huey(url: str, burst: bool) -> list[str]:
+    return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", "2", "-k", "thread", "-q"]
+
+
+def _celery(url: str, burst: bool) -> list[str]:
+    return [venv_bin("celery"), "-A", "sys_celery", "worker", "-P", "prefork", "-c", "2",
+            "-l", "WARNING"]
+
+
+def _dramatiq(url: str, burst: bool) -> list[str]:
+    return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", "2", "--threads", "1"]
+
+
+SYSTEMS: dict[str, System] = {
+    system.name: system
+    for system in (
+        System("qless", "django_qless (2 processes)", 1, sys.executable, _qless, has_burst=True),
+        System("rq", "RQ SimpleWorker (1 process)", 2, venv_bin("python"), _rq, has_burst=True),
+        System("huey", "huey RedisHuey (2 threads)", 3, venv_bin("python"), _huey),
+        System("celery", "Celery prefork (concurrency 2)", 4, venv_bin("python"), _celery),
+        System("dramatiq", "dramatiq (2 processes x 1 thread)", 5, venv_bin("python"),
+               _dramatiq),
+    )
+}
+
+
+def ensure_venv() -> None:
+    """Create the competitors' virtualenv and install the pinned packages when missing."""
+    marker = VENV / ".requirements"
+    wanted = REQUIREMENTS.read_text(encoding="utf-8")
+    if marker.exists() and marker.read_text(encoding="utf-8") == wanted:
+        return
+    print(f"installing the competitors into {VENV} (once)", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    subprocess.run([venv_bin("python"), "-m", "pip", "install", "--quiet", "-r",
+                    str(REQUIREMENTS)], check=True)
+    marker.write_text(wanted, encoding="utf-8")
+
+
+def versions(python: str, packages: tuple[str, ...]) -> dict[str, str]:
+    """Installed versions of `packages` as seen by `python`."""
+    code = (
+        "import importlib.metadata as m, json, sys\n"
+        "out = {}\n"
+        "for name in sys.argv[1:]:\n"
+        "    try: out[name] = m.version(name)\n"
+        "    except m.PackageNotFoundError: out[name] = '-'\n"
+        "print(json.dumps(out))\n"
+    )
+    result = subprocess.run([python, "-c", code, *packages], capture_output=True, text=True,
+                            check=True)
+    parsed: dict[str, str] = json.loads(result.stdout)
+    return parsed
