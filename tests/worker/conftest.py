@@ -163,8 +163,9 @@ def spawn(redis_server: RedisServer, tmp_path: Path) -> Iterator[Callable[..., W
     """Start worker subprocesses on the suite's redis-server; killed after the test."""
     started: list[WorkerProcess] = []
 
-    def start(*args: str) -> WorkerProcess:
-        process = WorkerProcess(redis_server.url, list(args), tmp_path / f"w{len(started)}.log")
+    def start(*args: str, url: str | None = None) -> WorkerProcess:
+        log = tmp_path / f"w{len(started)}.log"
+        process = WorkerProcess(url or redis_server.url, list(args), log)
         started.append(process)
         return process
 
