@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import signal
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -61,19 +62,26 @@ class Interrupter:
         self._timer = False
         self._installed = False
         self._previous: Any = None
+        self._saved_timer = (0.0, 0.0)
 
     def install(self) -> None:
         """Take over SIGALRM (main-thread mode only; without it, asynchronous exceptions)."""
         in_main = threading.current_thread() is threading.main_thread()
         if self.use_signals and in_main and not self._installed:
             self._previous = signal.signal(signal.SIGALRM, self._on_alarm)
+            self._saved_timer = (signal.getitimer(signal.ITIMER_REAL)[0], time.monotonic())
             self._installed = True
 
     def uninstall(self) -> None:
-        """Give SIGALRM back."""
+        """Give SIGALRM back, with whatever timer its previous owner had left."""
         if self._installed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self._previous)
             self._installed = False
+            seconds, since = self._saved_timer
+            if seconds > 0:
+                left = seconds - (time.monotonic() - since)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
 
     @property
     def signals(self) -> bool:

@@ -198,3 +198,23 @@ def test_interruptions_work_outside_the_main_thread(
     assert qless.get_job(canceled) is None
     assert events_of(ledger, limited) == ["start"]
     assert events_of(ledger, canceled) == ["start"]
+
+
+def test_the_callers_alarm_timer_is_given_back(
+    put: Callable[..., str], run_worker: Callable[..., Worker]
+) -> None:
+    import signal  # noqa: PLC0415
+
+    def handler(signum: int, frame: object) -> None:
+        """Stands in for the caller's SIGALRM handler (pytest-timeout's, say)."""
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 30)
+    try:
+        put("worker.slow_limited")  # the worker's own 0.3 s timer replaces the caller's
+        run_worker("q")
+        assert signal.getsignal(signal.SIGALRM) is handler
+        assert 25 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
