@@ -121,7 +121,9 @@ def test_redis_sigkill_with_aof_always_loses_no_acknowledged_put(
     assert set(reconnect) == set(worker_pids), "a worker never ran a job after the restart"
     assert max(reconnect.values()) <= RECONNECT_WITHIN
     assert loads >= 1  # the script cache died with the process; clients loaded it again
-    assert "Traceback" not in fleet.output()
+    # A report lost with the connection is logged (the lock expires, the job runs again);
+    # what must never show is the loop's catch-all for bugs.
+    assert "unexpected error" not in fleet.output()
     assert result.duplicates <= WORKERS + PRODUCERS
     assert result.running == 0
     assert result.audit.clean, result.audit.summary()
