@@ -113,6 +113,7 @@ register(models.Failure, "failures", [
     page(A, failures.groups, "failures"),
     page(A + "g/<path:group>/", failures.group_page, "failure_group"),
     action(A + "retry/", failures.retry_group, "failure_retry", permissions.RETRY),
+    action(A + "retry-all/", failures.retry_all, "failure_retry_all", permissions.RETRY),
     action(A + "cancel/", failures.cancel_group, "failure_cancel", permissions.CANCEL),
 ])
 register(models.Worker, "workers", [

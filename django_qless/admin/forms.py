@@ -149,6 +149,7 @@ class RecurringForm(forms.Form):
     """Edit a recurring job template."""
 
     jid = forms.CharField(max_length=1024, widget=forms.HiddenInput)
+    queue = forms.CharField(max_length=128, help_text="Queue the spawned jobs go to.")
     interval = forms.FloatField(min_value=0.001, help_text="Seconds between two spawns.")
     priority = forms.FloatField()
     retries = forms.IntegerField(min_value=0)
@@ -164,6 +165,10 @@ class RecurringForm(forms.Form):
     def clean_jid(self) -> str:
         """An existing-jid shape."""
         return str(checked(check.jid, self.cleaned_data["jid"]))
+
+    def clean_queue(self) -> str:
+        """A valid queue name."""
+        return str(checked(check.queue_name, self.cleaned_data["queue"].strip()))
 
     def clean_tags(self) -> list[str]:
         """Valid tags (possibly none)."""

@@ -31,7 +31,7 @@ ACTIONS = {
     "queue_pause": "manage_queues", "queue_unpause": "manage_queues",
     "queue_settings": "manage_queues", "worker_forget": "manage_queues",
     "job_retry": "retry_jobs", "job_timeout": "retry_jobs", "tag_retry": "retry_jobs",
-    "failure_retry": "retry_jobs",
+    "failure_retry": "retry_jobs", "failure_retry_all": "retry_jobs",
     "job_cancel": "cancel_jobs", "tag_cancel": "cancel_jobs", "failure_cancel": "cancel_jobs",
     "job_move": "edit_jobs", "job_priority": "edit_jobs", "job_tag": "edit_jobs",
     "job_untag": "edit_jobs", "job_track": "edit_jobs", "job_untrack": "edit_jobs",
@@ -81,7 +81,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 44
+    assert len(found) == len(PAGES) + len(ACTIONS) == 45
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:
@@ -155,6 +155,7 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
         "worker_forget": {"name": world.worker},
         "job_retry": {"jids": [world.failed]}, "job_timeout": {"jids": [world.running]},
         "tag_retry": {"tag": "red"}, "failure_retry": {"group": world.group},
+        "failure_retry_all": {},
         "job_cancel": {**jids, "confirmed": "yes"},
         "tag_cancel": {"tag": "red", "confirmed": "yes"},
         "failure_cancel": {"group": world.group, "confirmed": "yes"},
@@ -162,7 +163,8 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
         "job_tag": {**jids, "tags": "blue"}, "job_untag": {**jids, "tags": "red"},
         "job_track": {"jids": [world.scheduled]}, "job_untrack": jids,
         "job_undepend": {"jid": world.child, "dependency": world.parent},
-        "recurring_update": {"jid": world.recurring, "interval": "5", "priority": "1",
+        "recurring_update": {"jid": world.recurring, "queue": "jobs", "interval": "5",
+                             "priority": "1",
                              "retries": "1", "backlog": "1", "tags": "", "data_json": ""},
         "recurring_delete": {"jid": world.recurring, "confirmed": "yes"},
         "config_set": {"key": "heartbeat", "value": "30"}, "config_unset": {"key": "application"},

@@ -195,28 +195,31 @@ def test_forget_worker(world: World, qless: Client, operator: HttpClient) -> Non
 
 
 def test_edit_recurring_job(world: World, qless: Client, operator: HttpClient) -> None:
-    body = {"jid": world.recurring, "interval": "300", "priority": "7", "retries": "2",
-            "backlog": "3", "tags": "nightly, ops", "data_json": '{"token": "new"}'}
+    body = {"jid": world.recurring, "queue": "jobs", "interval": "300", "priority": "7",
+            "retries": "2", "backlog": "3", "tags": "nightly, ops",
+            "data_json": '{"token": "new"}'}
     post(operator, "recurring_update", body)
     job = qless.recurring(world.recurring)
     assert job is not None
     assert (job.interval, job.priority, job.retries, job.backlog) == (300, 7, 2, 3)
     assert set(job.tags) == {"nightly", "ops"} and job.data == {"token": "new"}
     assert "interval 300 s, priority 7" in last_log().change_message
-    post(operator, "recurring_update", {**body, "tags": "", "data_json": ""})
+    post(operator, "recurring_update", {**body, "tags": "", "data_json": "", "queue": "nightly"})
     job = qless.recurring(world.recurring)
     assert job is not None and job.tags == () and job.data == {"token": "new"}
+    assert job.queue_name == "nightly"
+    assert qless.queue("nightly").counts().recurring == 1
 
 
 def test_recurring_form_errors_are_shown_on_the_page(
     world: World, qless: Client, operator: HttpClient
 ) -> None:
-    body = {"jid": world.recurring, "interval": "0", "priority": "x", "retries": "-1",
-            "backlog": "0", "tags": "", "data_json": "[1, 2]"}
+    body = {"jid": world.recurring, "queue": "a b", "interval": "0", "priority": "x",
+            "retries": "-1", "backlog": "0", "tags": "", "data_json": "[1, 2]"}
     response = operator.post(url("recurring_update"), body)
     assert response.status_code == 200
     form = response.context["form"]
-    assert set(form.errors) == {"interval", "priority", "retries", "data_json"}
+    assert set(form.errors) == {"queue", "interval", "priority", "retries", "data_json"}
     assert qless.recurring(world.recurring).interval == 60  # type: ignore[union-attr]
 
 

@@ -136,3 +136,16 @@ def test_bulk_retry_reports_a_refusal(
     response = post(operator, "failure_retry", {"group": "g"})
     assert messages_of(response) == ["1 not done: g: unfail: Unfail(): refused for the test"]
     assert qless.failed() == {"g": 3}
+
+
+def test_retry_every_group(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient
+) -> None:
+    plant_failed(lua, redis_client, 30, group="a-Error", queue="a", prefix="a")
+    plant_failed(lua, redis_client, 20, group="b-Error", queue="b", prefix="b")
+    response = post(operator, "failure_retry_all", {})
+    assert messages_of(response) == ["Retried 50 failed jobs."]
+    assert qless.failed() == {}
+    assert (qless.queue("a").counts().waiting, qless.queue("b").counts().waiting) == (30, 20)
+    empty = post(operator, "failure_retry_all", {})
+    assert messages_of(empty) == ["No failed jobs to retry."]

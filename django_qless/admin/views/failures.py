@@ -98,6 +98,23 @@ def retry_group(env: Env) -> HttpResponse:
     return env.redirect_back(env.url("failures"))
 
 
+def retry_all(env: Env) -> HttpResponse:
+    """Requeue the jobs of every failure group (up to the bulk limit per request)."""
+    total = bulk.Outcome()
+    for group in env.client.failed():
+        if total.done >= bulk.MAX_JOBS:
+            break
+        outcome = bulk.retry_group(env.client, group)
+        total.done += outcome.done
+        total.batches += outcome.batches
+        total.errors += outcome.errors
+    message = f"Retried {plural(total.done, 'failed job')}"
+    if total.done:
+        audit.record(env, models.Failure, [("*", f"{message} of every group")])
+    report(env, f"{message}." if total.done else "No failed jobs to retry.", total.errors)
+    return env.redirect_back(env.url("failures"))
+
+
 def cancel_group(env: Env) -> HttpResponse:
     """Cancel every job of a group, after a confirmation page."""
     form = GroupForm(env.request.POST)

@@ -38,7 +38,7 @@ def recurring_list(env: Env) -> HttpResponse:
 def initial(job: RecurringJob) -> dict[str, Any]:
     """The edit form's values for a template."""
     return {
-        "jid": job.jid, "interval": job.interval, "priority": job.priority,
+        "jid": job.jid, "queue": job.queue_name, "interval": job.interval, "priority": job.priority,
         "retries": job.retries, "backlog": job.backlog, "tags": ", ".join(job.tags),
     }
 
@@ -84,7 +84,7 @@ def apply_update(job: RecurringJob, data: dict[str, Any]) -> str:
     """Write the changed fields; returns a description of them."""
     job.update(
         interval=data["interval"], priority=data["priority"], retries=data["retries"],
-        backlog=data["backlog"], data=data["data_json"],
+        backlog=data["backlog"], data=data["data_json"], queue=data["queue"],
     )
     old, new = set(job.tags), set(data["tags"])
     if new - old:
@@ -92,9 +92,9 @@ def apply_update(job: RecurringJob, data: dict[str, Any]) -> str:
     if old - new:
         job.untag(*sorted(old - new))
     parts = [
-        f"interval {data['interval']:g} s", f"priority {data['priority']:g}",
-        f"retries {data['retries']}", f"backlog {data['backlog']}",
-        f"tags [{', '.join(data['tags'])}]",
+        f"queue {data['queue']}", f"interval {data['interval']:g} s",
+        f"priority {data['priority']:g}", f"retries {data['retries']}",
+        f"backlog {data['backlog']}", f"tags [{', '.join(data['tags'])}]",
     ]
     if data["data_json"] is not None:
         parts.append("new data")
