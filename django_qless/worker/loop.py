@@ -58,12 +58,13 @@ class Worker:
         )
         self.stop = StopState()
         self.interrupter = Interrupter(use_signals=options.handle_signals)
+        self.waker = Waker(self.client, options.queues, options.poll_interval,
+                           lambda: self.stop.requested)
         self.monitor = Monitor(
             self.client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
+            on_long_job=self.waker.quiet,
         )
-        self.waker = Waker(self.client, options.queues, options.poll_interval,
-                           lambda: self.stop.requested)
         self.runner = JobRunner(options, self.monitor, self.interrupter, self.name)
         self.runner.complete = self._complete_and_pop
         self.handlers = SignalHandlers(self.stop, self.name)

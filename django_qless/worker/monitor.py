@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -30,6 +31,8 @@ logger = logging.getLogger("django_qless.worker")
 TICK = 0.5
 #: How long to wait before resubscribing after the connection dropped.
 RECONNECT_DELAY = 1.0
+#: A job running longer than this is "long": `on_long_job` is called once for it.
+LONG_JOB = 5.0
 #: Events about jobs that were not (yet) running, kept briefly in case the job starts just
 #: after (the event can overtake the pop reply); older ones are stale.
 RECENT = 64
@@ -47,6 +50,7 @@ class Monitor(threading.Thread):
         *,
         shutdown_timeout: float,
         parent_pid: int | None = None,
+        on_long_job: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
         self.client = client
@@ -54,6 +58,7 @@ class Monitor(threading.Thread):
         self.stop = stop
         self.shutdown_timeout = shutdown_timeout
         self.parent_pid = parent_pid
+        self.on_long_job = on_long_job
         self.current: RunningJob | None = None
         self.heartbeats = 0
         self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
@@ -225,6 +230,9 @@ class Monitor(threading.Thread):
             return
         if now >= running.next_heartbeat:
             self._heartbeat(running)
+        if self.on_long_job is not None and not running.long and now - running.started > LONG_JOB:
+            running.long = True
+            self.on_long_job()
 
     def _heartbeat(self, running: RunningJob) -> None:
         """Renew the lock; a refusal means the lock is lost."""

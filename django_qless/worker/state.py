@@ -23,6 +23,8 @@ class RunningJob:
     lost: str | None = None
     #: The interruption sent into the job, if any (no heartbeats after it).
     interrupted: str | None = None
+    #: Set once the job has run longer than the monitor's LONG_JOB.
+    long: bool = False
 
     def __post_init__(self) -> None:
         self.next_heartbeat = self.started + self.interval

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,19 +51,22 @@ class Waker:
         self.wakeups: dict[str, int] = {"event": 0, "due": 0, "poll": 0}
         self._due_keys = [f"ql:q:{q}-{kind}" for q in queues for kind in ("scheduled", "recur")]
         self._pubsub: redis.client.PubSub | None = None
+        # Guards the pub/sub connection: the monitor thread may call `quiet()`.
+        self._lock = threading.Lock()
         self._popped_while_listening = 0
 
     def listen(self) -> bool:
         """Subscribe to `ql:log` unless already listening; True when it just subscribed."""
         if self.listening:
             return False
-        try:
-            self._subscribe()
-        except redis.RedisError as exc:
-            logger.warning("qless worker: cannot listen for new jobs (%s); polling", exc)
-            self.close()
-            return False
-        self.listening = True
+        with self._lock:
+            try:
+                self._subscribe()
+            except redis.RedisError as exc:
+                logger.warning("qless worker: cannot listen for new jobs (%s); polling", exc)
+                self._drop()
+                return False
+            self.listening = True
         self._popped_while_listening = 0
         return True
 
@@ -72,12 +76,20 @@ class Waker:
             return
         self._popped_while_listening += 1
         if self._popped_while_listening >= 2:
+            self.quiet()
+
+    def quiet(self) -> None:
+        """Stop listening until the next `listen()` (also called by the monitor thread when
+        a job runs long, so events do not pile up in Redis for this connection meanwhile)."""
+        with self._lock:
+            if not self.listening:
+                return
             self.listening = False
             try:
                 if self._pubsub is not None:
                     self._pubsub.unsubscribe()  # type: ignore[no-untyped-call]
             except redis.RedisError:
-                self.close()
+                self._drop()
 
     def sleep(self, round_started: float) -> str:
         """Sleep until woken; returns why: `event`, `due`, `poll` or `stop`."""
@@ -95,6 +107,11 @@ class Waker:
 
     def close(self) -> None:
         """Drop the subscription and its connection."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        """`close` with the lock held."""
         self.listening = False
         pubsub, self._pubsub = self._pubsub, None
         if pubsub is not None:
@@ -127,14 +144,17 @@ class Waker:
 
     def _wait_event(self, timeout: float) -> bool:
         """Read events for up to `timeout` seconds; True on one that means work for us."""
-        if not self.listening or self._pubsub is None:
+        with self._lock:
+            pubsub = self._pubsub if self.listening else None
+            if pubsub is not None:
+                try:
+                    message = pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
+                except redis.RedisError as exc:
+                    logger.warning("qless worker: lost the event connection (%s); polling", exc)
+                    self._drop()
+                    return False
+        if pubsub is None:
             time.sleep(timeout)
-            return False
-        try:
-            message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
-        except redis.RedisError as exc:
-            logger.warning("qless worker: lost the event connection (%s); polling", exc)
-            self.close()
             return False
         return message is not None and self._relevant(message)
 

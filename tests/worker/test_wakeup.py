@@ -127,3 +127,25 @@ def test_waker_wakes_only_for_its_own_queues(qless: Client) -> None:
     assert not relevant('{"jid":"a","event":"completed","queue":"q"}')
     assert relevant('{"jid":"a","event":"lock_lost","worker":"w"}')
     assert not relevant("not json")
+
+
+def test_a_long_job_stops_the_listening_meanwhile(
+    qless: Client, redis_client: redis.Redis, run_worker: Callable[..., Worker], ledger: Ledger,
+    monkeypatch: Any,
+) -> None:
+    from django_qless.worker import monitor  # noqa: PLC0415
+
+    monkeypatch.setattr(monitor, "LONG_JOB", 0.3)
+    listeners: list[int] = []
+
+    def put_long_job() -> None:
+        wait_until_idle(redis_client)
+        qless.queue("q").put("worker.sleep", {"args": [1.5], "kwargs": {}})
+        wait_for(lambda: ledger())
+        listeners.append(dict(redis_client.pubsub_numsub("ql:log"))["ql:log"])
+        time.sleep(0.8)
+        listeners.append(dict(redis_client.pubsub_numsub("ql:log"))["ql:log"])
+
+    in_thread(put_long_job)
+    run_worker("q", burst=False, max_jobs=1, poll_interval=5)
+    assert listeners == [1, 0]
