@@ -7,6 +7,7 @@ runs a worker, sees the job complete, and saves screenshots of the main pages fo
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from django.core.management import call_command
 
 from django_qless.core import Client
 from tests.admin.conftest import ALL_PERMS, plant, url
+from tests.admin.test_xss import PAYLOADS, pages_for, plant_payload
+from tests.conftest import LuaScript
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -119,3 +122,21 @@ def test_screenshots_of_the_main_pages(
     page.goto(base + url("overview"))
     shoot(page, "overview-dark")
     assert os.path.getsize(IMAGES / "admin-overview-dark.png") > 0
+
+
+def test_planted_markup_never_runs_in_the_browser(
+    live_server: Any, make_user: Callable[..., User], lua: LuaScript, browser_page: Any
+) -> None:
+    now = time.time()
+    for payload in PAYLOADS:
+        plant_payload(lua, payload, now)
+    make_user("ops", perms=ALL_PERMS)
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    loaded = 0
+    for payload in PAYLOADS:
+        for path in pages_for(payload):
+            response = page.goto(base + path)
+            assert response is not None and response.status == 200, path
+            loaded += 1
+    assert loaded > 100  # the fixture fails the test if any alert() opened a dialog

@@ -243,3 +243,24 @@ def test_admin_index_and_app_index(world: World, make_user: Callable[..., User])
     index = text(client.get("/admin/"))
     for label in ("Overview", "Queues", "Jobs", "Failed jobs", "Workers", "Recurring jobs"):
         assert f">{label}</a>" in index
+
+
+def test_unreachable_redis_gives_an_error_page(viewer: HttpClient, settings: Any) -> None:
+    settings.QLESS = {"URL": "redis://127.0.0.1:1/0"}
+    response = viewer.get(url("overview"))
+    assert response.status_code == 503
+    assert b"Redis error on connection &#x27;default&#x27;" in response.content
+
+
+def test_foreign_queue_and_worker_names_render(lua: LuaScript, viewer: HttpClient,
+                                               qless: Any) -> None:
+    """Names another qless client may use (spaces, slashes) still get their pages."""
+    now = time.time()
+    lua("put", now, "w", "odd queue/name", "odd jid", KLASS, "{}", 0)
+    lua("put", now, "w", "odd queue/name", "held", KLASS, "{}", 0)
+    lua("pop", now, "odd queue/name", "worker with spaces", 1)
+    queue = viewer.get(url("queue", name="odd queue/name") + "?tab=waiting")
+    assert [r.job.jid for r in queue.context["tab_context"]["page"].items] == ["held"]
+    assert viewer.get(url("job", jid="odd jid")).context["job"].state == "running"
+    worker = viewer.get(url("worker", name="worker with spaces"))
+    assert [r.job.jid for r in worker.context["page"].items] == ["odd jid"]
