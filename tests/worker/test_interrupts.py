@@ -115,6 +115,28 @@ def test_cancel_while_running_stops_the_job(
     assert "job_completed" in sent.names()  # the other job
 
 
+def test_moving_a_running_job_stops_it(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+    ledger: Ledger, sent: SignalLog,
+) -> None:
+    jid = put("worker.sleep", 5)
+
+    def move() -> None:
+        wait_for(lambda: events_of(ledger, jid) == ["start"])
+        job = qless.get_job(jid)
+        assert job is not None
+        job.move("elsewhere")
+
+    in_thread(move)
+    started = time.monotonic()
+    run_worker("q")
+    assert time.monotonic() - started < 2.0
+    assert events_of(ledger, jid) == ["start"]
+    job = qless.get_job(jid)
+    assert job is not None and (job.state, job.queue_name) == ("waiting", "elsewhere")
+    assert [kw["reason"] for kw in sent.of("job_lock_lost")] == ["lock_lost"]
+
+
 def test_refused_heartbeat_stops_the_job(
     qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
     ledger: Ledger, redis_client: redis.Redis, sent: SignalLog,
