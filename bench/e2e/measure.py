@@ -18,6 +18,7 @@ from pathlib import Path
 
 import redis
 
+from .cpu import CpuMark, Reaped, descendants, kill_if_same
 from .systems import APPS, ROOT, System
 
 COUNT, FIRST, LAST, LATENCY = "bench:count", "bench:first", "bench:last", "bench:latency"
@@ -39,6 +40,9 @@ class Result:
     drain_rate: float | None = None
     drain_wall_rate: float | None = None
     live_rate: float | None = None
+    #: CPU milliseconds per job during the drain (first job to last): worker group, Redis.
+    worker_cpu_ms: float | None = None
+    redis_cpu_ms: float | None = None
     latencies: list[float] = field(default_factory=list)
     duplicates: int = 0
     errors: list[str] = field(default_factory=list)
@@ -78,7 +82,16 @@ class Bench:
         spawned = time.time()
         worker = self.spawn_worker(burst=self.system.has_burst, tag="drain")
         try:
-            self.wait_count(self.jobs, worker, exits=self.system.has_burst)
+            reaped = Reaped(worker)
+            self.wait_count(1, reaped, exits=self.system.has_burst)
+            start = CpuMark.take(reaped, self.redis)
+            counted = self.count()
+            self.wait_count(self.jobs, reaped, exits=self.system.has_burst)
+            end = CpuMark.take(reaped, self.redis)
+            ran = self.count() - counted
+            if start.worker is not None and end.worker is not None and ran > 0:
+                result.worker_cpu_ms = (end.worker - start.worker) / ran * 1000
+            result.redis_cpu_ms = (end.server - start.server) / max(ran, 1) * 1000
             first, last = self.stamps()
             result.drain_rate = self.jobs / (last - first)
             result.drain_wall_rate = self.jobs / (last - spawned)
@@ -94,10 +107,10 @@ class Bench:
         worker = self.spawn_worker(burst=False, tag="live")
         try:
             self.put(1)  # proves the worker is up and has taken a job
-            self.wait_count(1, worker)
+            self.wait_count(1, Reaped(worker))
             self.redis.delete(COUNT, FIRST, LAST)
             producer = self.spawn_driver("put", str(self.jobs))
-            self.wait_count(self.jobs, worker)
+            self.wait_count(self.jobs, Reaped(worker))
             started = finish(producer)["started"]  # the first put, after the imports
             result.live_rate = self.jobs / (self.stamps()[1] - started)
             result.duplicates += self.count() - self.jobs
@@ -145,8 +158,7 @@ class Bench:
             raise BenchError("no job stamps")
         return float(first), float(last)
 
-    def wait_count(self, target: int, worker: subprocess.Popen[str], *,
-                   exits: bool = False) -> None:
+    def wait_count(self, target: int, worker: Reaped, *, exits: bool = False) -> None:
         """Poll until `target` jobs ran; fail on a stall or a worker that died early."""
         seen, moved = -1, time.monotonic()
         while (done := self.count()) < target:
@@ -154,8 +166,8 @@ class Bench:
                 seen, moved = done, time.monotonic()
             elif time.monotonic() - moved > STALL:
                 raise BenchError(f"stalled at {done}/{target} jobs")
-            if worker.poll() is not None and (not exits or self.count() < target):
-                raise BenchError(f"worker exited ({worker.returncode}) at {done}/{target} "
+            if not worker.alive() and (not exits or self.count() < target):
+                raise BenchError(f"worker exited ({worker.popen.returncode}) at {done}/{target} "
                                  f"jobs; see {self.logs}")
             time.sleep(POLL)
 
@@ -185,7 +197,8 @@ def finish(proc: subprocess.Popen[str]) -> dict[str, float]:
 
 
 def stop(proc: subprocess.Popen[str], timeout: float = 30.0) -> None:
-    """Stop a worker we started: SIGTERM its process group, SIGKILL it if it lingers."""
+    """Stop a worker we started: SIGTERM, SIGKILL if it lingers, then any leftover child."""
+    tree = descendants(proc.pid)
     if proc.poll() is None:
         _signal_group(proc, signal.SIGTERM)
         try:
@@ -193,8 +206,10 @@ def stop(proc: subprocess.Popen[str], timeout: float = 30.0) -> None:
         except subprocess.TimeoutExpired:
             _signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=timeout)
-    # Children (pool processes) may outlive a parent that exited by itself.
+    # Pool children may outlive their parent (or sit in process groups of their own).
     _signal_group(proc, signal.SIGKILL)
+    for pid, started in tree[1:]:
+        kill_if_same(pid, started)
 
 
 def _signal_group(proc: subprocess.Popen[str], signum: int) -> None:

@@ -23,6 +23,8 @@ class Summary:
     drain_rate: float | None
     drain_wall_rate: float | None
     live_rate: float | None
+    worker_cpu_ms: float | None
+    redis_cpu_ms: float | None
     p50_ms: float | None
     p99_ms: float | None
     samples: int
@@ -40,6 +42,8 @@ def summarise(system: str, label: str, results: list[Result]) -> Summary:
         drain_rate=median([r.drain_rate for r in results]),
         drain_wall_rate=median([r.drain_wall_rate for r in results]),
         live_rate=median([r.live_rate for r in results]),
+        worker_cpu_ms=median([r.worker_cpu_ms for r in results]),
+        redis_cpu_ms=median([r.redis_cpu_ms for r in results]),
         p50_ms=percentile(latencies, 0.50) * 1000 if latencies else None,
         p99_ms=percentile(latencies, 0.99) * 1000 if latencies else None,
         samples=len(latencies),
@@ -55,10 +59,11 @@ def _num(value: float | None, digits: int = 0) -> str:
 def table(rows: list[Summary]) -> str:
     """The figures, one line per system."""
     head = ("system", "put/s", "drain/s", "drain+start/s", "put-while-draining/s",
-            "p50 ms", "p99 ms")
+            "p50 ms", "p99 ms", "CPU µs/job worker", "redis")
     lines = [head] + [
         (row.label, _num(row.put_rate), _num(row.drain_rate), _num(row.drain_wall_rate),
-         _num(row.live_rate), _num(row.p50_ms, 2), _num(row.p99_ms, 2))
+         _num(row.live_rate), _num(row.p50_ms, 2), _num(row.p99_ms, 2),
+         _us(row.worker_cpu_ms), _us(row.redis_cpu_ms))
         for row in rows
     ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -70,6 +75,10 @@ def table(rows: list[Summary]) -> str:
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def _us(milliseconds: float | None) -> str:
+    return "-" if milliseconds is None else f"{milliseconds * 1000:,.0f}"
 
 
 def _ratio(ours: float | None, theirs: float | None) -> float | None:
