@@ -56,8 +56,12 @@ def pretty_data(raw: str) -> str:
 
 
 def first_line(text: str, limit: int = SUMMARY_CHARS) -> str:
-    """The first non-empty line of a message, shortened."""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    """The telling line of a message, shortened: the first, or a traceback's last."""
+    lines = [part.strip() for part in text.splitlines() if part.strip()]
+    if not lines:
+        return ""
+    # A Python traceback says what went wrong on its last line.
+    line = lines[-1] if lines[0].startswith("Traceback") else lines[0]
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
