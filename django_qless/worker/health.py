@@ -1,0 +1,91 @@
+"""Startup health checks: refuse to work against a Redis that may lose jobs, or with a bad clock.
+
+- Eviction: with any `maxmemory-policy` but `noeviction`, Redis deletes keys when it is
+  full, and qless jobs, locks and queue entries vanish without a trace.
+- Clock skew: qless takes `now` from its callers, so lock expiry is computed with each
+  worker's clock. Two workers within a quarter of the lease of Redis' `TIME` differ by at
+  most half a lease, so a lock renewed on time never looks expired to the other one.
+
+`check_startup()` raises `QlessConfigurationError` listing every problem found. A Redis
+that refuses `INFO` or `TIME` (managed services rename or forbid commands) is not a
+problem in itself: that check is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import redis
+
+from ..core import Client, Queue
+from ..exceptions import QlessConfigurationError
+
+logger = logging.getLogger("django_qless.worker")
+
+SAFE_POLICY = "noeviction"
+#: The allowed clock skew, as a fraction of the shortest lease of the worker's queues.
+SKEW_FRACTION = 0.25
+
+
+def eviction_problem(memory_info: Mapping[str, Any]) -> str | None:
+    """What is wrong with the `INFO memory` eviction policy, or None."""
+    policy = str(memory_info.get("maxmemory_policy", SAFE_POLICY))
+    if policy == SAFE_POLICY:
+        return None
+    return (f"Redis maxmemory-policy is {policy}: Redis may evict qless keys (jobs, locks, "
+            f"queues) under memory pressure; set maxmemory-policy {SAFE_POLICY}")
+
+
+def skew_problem(skew: float, queue: str, lease: float) -> str | None:
+    """What is wrong with a clock `skew` seconds off Redis, given the shortest lease, or None."""
+    allowed = lease * SKEW_FRACTION
+    if abs(skew) <= allowed:
+        return None
+    return (f"clock skew: this worker's clock is {skew:+.1f} s off Redis' TIME, more than a "
+            f"quarter of the shortest lease ({queue}: {lease:g} s -> {allowed:.1f} s "
+            f"allowed); sync the clocks (NTP/chrony)")
+
+
+def measure_skew(client: Client) -> float:
+    """The client's clock minus Redis' `TIME`, taken at the middle of the round trip."""
+    before = client.now()
+    seconds, micros = client.redis.time()
+    after = client.now()
+    return (before + after) / 2 - (int(seconds) + int(micros) / 1e6)
+
+
+def shortest_lease(queues: Sequence[Queue]) -> tuple[str, float]:
+    """The queue with the shortest lease (`<queue>-heartbeat`, else `heartbeat`) and its lease."""
+    leases = [(queue.name, float(queue.heartbeat)) for queue in queues]
+    return min(leases, key=lambda item: item[1])
+
+
+def check_startup(client: Client, queues: Sequence[Queue]) -> None:
+    """Run every check; raise `QlessConfigurationError` with all the problems found."""
+    problems = [found for check in (_eviction, _skew) if (found := check(client, queues))]
+    if problems:
+        raise QlessConfigurationError("; ".join(problems))
+
+
+def _eviction(client: Client, queues: Sequence[Queue]) -> str | None:
+    """The eviction check, skipped when INFO is refused."""
+    return _guarded("maxmemory-policy", lambda: eviction_problem(client.redis.info("memory")))
+
+
+def _skew(client: Client, queues: Sequence[Queue]) -> str | None:
+    """The clock check, skipped when TIME is refused or there is no queue."""
+    if not queues:
+        return None
+    name, lease = shortest_lease(queues)
+    return _guarded("clock skew", lambda: skew_problem(measure_skew(client), name, lease))
+
+
+def _guarded(what: str, check: Callable[[], str | None]) -> str | None:
+    """Run a check; a command Redis refuses skips it with a warning."""
+    try:
+        return check()
+    except redis.ResponseError as exc:
+        logger.warning("qless worker: cannot check %s (%s); skipped", what, exc)
+        return None
