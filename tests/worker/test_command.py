@@ -27,6 +27,7 @@ from .conftest import job_state
         (["--shutdown-timeout", "inf"], "--shutdown-timeout: must be a finite number"),
         (["--strategy", "random"], "invalid choice: 'random'"),
         (["bad queue!"], "invalid queue name"),
+        (["--reload", "--processes", "2"], "--reload runs one worker"),
     ],
 )
 def test_bad_options_are_refused(args: list[str], message: str) -> None:

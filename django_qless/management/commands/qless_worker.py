@@ -128,6 +128,8 @@ class Command(BaseCommand):
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         if reload:
+            if settings.processes > 1:
+                raise CommandError("--reload runs one worker: leave out --processes")
             autoreload.run_with_reloader(self._run, settings)
             return
         status = self._run(settings)
