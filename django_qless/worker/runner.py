@@ -86,7 +86,8 @@ class JobRunner:
             return Outcome("interrupted", time.monotonic() - started, exc)
         except RetryJob as exc:
             return Outcome("retry", time.monotonic() - started, exc)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
+            # sys.exit() inside a job fails that job; it does not stop the worker.
             return Outcome("raised", time.monotonic() - started, exc)
         finally:
             close_old_connections()

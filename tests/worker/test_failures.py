@@ -146,3 +146,14 @@ def test_exceptions_outside_the_policy_fail_without_retry(
     assert job_state(qless, jid) == "failed"
     job = qless.get_job(jid)
     assert job is not None and job.remaining == job.retries
+
+
+def test_sys_exit_in_a_job_fails_the_job_not_the_worker(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker]
+) -> None:
+    exits, after = put("worker.exits"), put("worker.noop")
+    run_worker("q")
+    job = qless.get_job(exits)
+    assert job is not None and job.failure is not None
+    assert job.failure.group == "q-SystemExit"
+    assert job_state(qless, after) == "complete"

@@ -156,3 +156,9 @@ def flush_scripts(job: Job) -> None:
     """Makes Redis forget every script, as a restart would."""
     job.client.redis.script_flush()
     record(job, "flushed")
+
+
+@qless_job(name="worker.exits")
+def exits() -> None:
+    """Calls sys.exit() (a job bug, not a request to stop the worker)."""
+    raise SystemExit(3)
