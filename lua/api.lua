@@ -11,7 +11,7 @@
 -- first use); the list keeps the common path cheap. One string rather than a
 -- table: a 37-entry table would be rebuilt on every call (~5 us).
 local COMMANDS = [[
- get=jobdata,job multiget=jobdata,job put=put,tagindex,deps requeue=put,tagindex,deps
+ get=jobdata,job multiget=jobdata,job put=put requeue=put
  pop=pop,jobdata,stats peek=pop,jobdata complete=complete,stats fail=failure,stats
  retry=failure,stats heartbeat=job cancel=cancel,tagindex,failure,stats timeout=job
  depends=deps,complete priority=job tag=tags track=tags,jobdata log=job jobs=tags,pop

@@ -18,8 +18,10 @@ local QlessAPI = {}
 -- cost more than a whole put. So build.py wraps the module files (every file
 -- but this one and api.lua) in one function, `run_module(name)`, one branch
 -- per file: a module's functions exist only once a command loaded it.
--- api.lua lists the modules each command needs; reading a function of a
--- module that is not loaded yet loads all of them (slower, never wrong).
+-- api.lua lists the modules each command always needs; code that needs
+-- another module only on some path calls load_module(name) right there.
+-- Reading a function of a module nobody loaded loads all of them (slower,
+-- never wrong): a forgotten load_module costs time, not correctness.
 local MODULE_NAMES, run_module -- assigned by the build, right after this file
 local LOADED = {}
 

@@ -26,6 +26,10 @@ end
 
 -- Deletes completed jobs: the hash, the history and the tag index entries.
 local function forget_completed(jids)
+  if #jids == 0 then
+    return
+  end
+  load_module('tagindex')
   for _, jid in ipairs(jids) do
     local tags = rcall('hget', 'ql:j:' .. jid, 'tags')
     if tags then
@@ -157,6 +161,7 @@ QlessAPI['complete'] = function(now, args)
   end
   if p.next and p.depends and #p.depends > 0 then
     -- Checked here, before the first write: a cycle refuses the whole call.
+    load_module('deps')
     p.live = QlessJob.live_dependencies(jid, p.depends, 'Complete(): ')
   end
   local config = rcall('hmget', 'ql:config', 'max-job-history', 'jobs-history', 'jobs-history-count')

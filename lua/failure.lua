@@ -1,6 +1,8 @@
 -- failure.lua: fail, retry, unfail, failed, and the failure bookkeeping that
 -- lock-expiry exhaustion and re-put share with them.
 
+load_module('stats') -- QlessQueue.count_stat
+
 local function exhausted_message(queue)
   return 'Job exhausted retries in queue "' .. queue .. '"'
 end

@@ -52,6 +52,7 @@ local function expire_lock(now, queue, jid, grace, cap)
   if tonumber(rcall('hincrby', key, 'remaining', -1)) >= 0 then
     return true
   end
+  load_module('failure')
   local group, message = QlessJob.exhaust(now, jid, queue, cap)
   Qless.publish('log', encode({ jid = jid, event = 'failed', group = group, worker = worker, message = message }))
   return false
@@ -76,6 +77,7 @@ local function candidates(queue, now, count, expired)
   local prefix = 'ql:q:' .. queue
   local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', now, 'LIMIT', 0, wanted)
   if #templates > 0 then
+    load_module('recurring')
     QlessRecurringJob.spawn_due(queue, now, wanted, templates)
   end
   QlessQueue.release_scheduled(queue, now, wanted)

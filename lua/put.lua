@@ -81,6 +81,7 @@ local function detach(jid, p, old)
   if state == 'complete' then
     rcall('zrem', 'ql:completed', jid)
   elseif state == 'failed' then
+    load_module('failure')
     QlessJob.unfail_record(jid, oldqueue ~= '' and oldqueue or p.queue, old[5])
   end
 end
@@ -135,11 +136,13 @@ function QlessQueue.put(now, p)
   p.priority = p.priority or tonumber(old[1]) or 0
   p.tags = p.tags or old_tags or {}
   if p.depends and #p.depends > 0 then
+    load_module('deps')
     p.live = QlessJob.live_dependencies(jid, p.depends, 'Put(): ')
   end
   local cap = config_number('max-job-history', 100)
   -- Every check is done: from here on the call only writes.
   if old_tags or #p.tags > 0 then
+    load_module('tagindex')
     QlessJob.retag(jid, old_tags or {}, p.tags, now)
   end
   if p.live and existed then

@@ -169,6 +169,7 @@ local function spawn(queue, now, template, at)
   local jid = template.jid
   local count = rcall('hincrby', 'ql:r:' .. jid, 'count', 1)
   local child = jid .. '-' .. count
+  load_module('tagindex')
   QlessJob.index_tags(child, template.tag_list, now)
   rcall('hmset', 'ql:j:' .. child, 'jid', child, 'klass', template.klass, 'data', template.data,
     'priority', template.priority, 'tags', template.tags, 'state', 'waiting', 'worker', '',

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.conftest import SCRIPT_PATH
 from tests.lua.helpers import T0, error_message, expect_error, get, pop, put
 
 MANY = 10_000
@@ -343,3 +344,57 @@ def test_legacy_history_blob_is_shown_then_migrated(lua, redis_client):
     whats = [entry[1] for entry in history_entries(redis_client, "a")]
     assert whats == ["put", "popped", "done", "note"]
     assert history_entries(redis_client, "a")[1] == [T0 - 5, "popped", {"worker": "w0"}]
+
+
+# --- every path loads the modules it uses (the lazy fallback is only for legacy data) --------
+
+STRICT_INDEX = """  __index = function(class, key)
+    if key ~= 'legacy_entries' and key ~= 'migrate_history' then
+      error('lazy fallback used for ' .. tostring(key))
+    end"""
+
+
+def test_no_common_path_relies_on_the_lazy_fallback(redis_client):
+    source = SCRIPT_PATH.read_text(encoding="utf-8")
+    anchor = "  __index = function(class, key)"
+    assert source.count(anchor) == 1
+    script = redis_client.register_script(source.replace(anchor, STRICT_INDEX))
+
+    def call(*args: Any) -> Any:
+        return script(keys=[], args=list(args))
+
+    t = T0
+    call("config.set", t, "grace-period", 0)
+    call("put", t, "w", "q", "a", "K", "{}", 0, "tags", '["x"]', "retries", 0)
+    call("put", t, "w", "q", "b", "K", "{}", 5, "depends", '["a"]')
+    call("recur", t, "q", "r", "K", "{}", "interval", 60, 0, "tags", '["y"]')
+    call("pop", t + 10, "q", "w1", 5)
+    call("pop", t + 100, "q", "w2", 5)  # lock expiry: exhaustion of `a`, retry of r-1
+    call("put", t + 101, "w", "q", "a", "K", "{}", 0)  # re-put of a failed job
+    call("put", t + 101, "w", "other", "x", "K", "{}", 0)
+    jobs = json.loads(call("pop", t + 102, "q", "w3", 5))
+    assert jobs
+    for job in jobs:
+        call("complete", t + 103, job["jid"], "w3", "q", "{}", "next", "q2", "depends", '["x"]')
+    call("put", t + 104, "w", "solo", "c", "K", "{}", 0)
+    call("pop", t + 105, "solo", "w4", 1)
+    call("fail", t + 106, "c", "w4", "g", "m")
+    call("unfail", t + 107, "solo", "g")
+    call("pop", t + 108, "solo", "w5", 1)
+    call("retry", t + 109, "c", "solo", "w5", 0, "g", "m")
+    call("pop", t + 110, "solo", "w5", 1)
+    call("complete", t + 110, "c", "w5", "solo", "{}")
+    call("put", t + 110, "w", "solo", "d", "K", "{}", 0, "retries", 0)
+    call("pop", t + 111, "solo", "w6", 1)
+    call("retry", t + 112, "d", "solo", "w6")  # exhausted by retry
+    call("depends", t + 113, "b", "off", "all")
+    for command in ("queues", "workers", "failed", "track", "config.get"):
+        call(command, t + 114)
+    call("jobs", t + 114, "scheduled", "q")
+    call("tag", t + 114, "top")
+    call("stats", t + 114, "q", t)
+    call("cancel", t + 115, "a", "b", "c", "d")
+    call("config.set", t, "jobs-history", 0)
+    call("put", t + 116, "w", "solo", "e", "K", "{}", 0, "tags", '["z"]')
+    call("pop", t + 117, "solo", "w7", 1)
+    assert call("complete", t + 118, "e", "w7", "solo", "{}") == "complete"  # expires tagged jobs
