@@ -82,7 +82,14 @@ class Results:
         self.samples.setdefault(script, {}).setdefault(metric, []).append(value)
 
     def median(self, script: str, metric: str) -> float | None:
-        """Median over rounds, or None when the script was not measured."""
+        """Median over rounds, or None when the script was not measured.
+
+        `cycle_us` / `cycle_cpu` are the sums of the put, pop and complete medians.
+        """
+        if metric.startswith("cycle_") and not metric.endswith("_rate"):
+            unit = metric.removeprefix("cycle_")
+            parts = [self.median(script, f"{step}_{unit}") for step in ("put", "pop", "complete")]
+            return None if any(part is None for part in parts) else sum(p or 0.0 for p in parts)
         values = self.samples.get(script, {}).get(metric)
         return statistics.median(values) if values else None
 
@@ -287,15 +294,6 @@ ROWS: list[tuple[str, str, Callable[[float], str]]] = [
 ]
 
 
-def add_cycle_totals(results: Results) -> None:
-    """Per round, the server-side cost of one put + pop + complete."""
-    for metrics in results.samples.values():
-        for unit in ("us", "cpu"):
-            rounds = zip(metrics[f"put_{unit}"], metrics[f"pop_{unit}"],
-                         metrics[f"complete_{unit}"], strict=True)
-            metrics[f"cycle_{unit}"] = [put + pop + complete for put, pop, complete in rounds]
-
-
 def render_table(results: Results, names: list[str]) -> str:
     """A plain-text table of medians with the ours/reqless ratio."""
     header = ["figure (median of rounds)", *names]
@@ -381,7 +379,6 @@ def main(argv: list[str] | None = None) -> int:
             for batch in (1, 50):
                 worker_throughput(scripts, results, args.jobs, batch)
             print(f"round {round_number}/{args.rounds} done", file=sys.stderr)
-        add_cycle_totals(results)
         names = [script.name for script in scripts]
         print(render_table(results, names))
         print(verdict(results))
