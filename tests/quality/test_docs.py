@@ -1,0 +1,169 @@
+"""The documentation site: it builds with warnings as errors, has every required page with
+real content, and names the options, settings, signals and checks the code defines."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = DOCS / "pages"
+CONFIG = DOCS / "mkdocs.yml"
+
+#: Topic the site must cover -> the page that covers it.
+REQUIRED = {
+    "home": "index.md",
+    "install": "install.md",
+    "configuration (settings, django-environ, connections, Sentinel, TLS)": "configuration.md",
+    "defining and enqueueing jobs (registry, on-commit, uniqueness, retries)": "jobs.md",
+    "the worker (options, signals, exit status)": "worker.md",
+    "deployment (systemd, Kubernetes, sizing, dead workers)": "deployment.md",
+    "recurring jobs": "recurring.md",
+    "reliability under faults": "reliability.md",
+    "the admin, with screenshots": "admin.md",
+    "Django signals": "signals.md",
+    "testing your jobs": "testing.md",
+    "compatibility with other qless clients and the Lua script": "compatibility.md",
+    "Redis requirements": "redis.md",
+    "performance figures": "performance.md",
+    "troubleshooting": "troubleshooting.md",
+}
+#: Prose words (outside code blocks) a page needs to count as more than a stub.
+MIN_WORDS = 300
+#: Phrases each page must contain: the sub-topics the site promises.
+MUST_MENTION = {
+    "configuration.md": ["django-environ", "CONNECTIONS", "redis+sentinel://", "rediss://"],
+    "jobs.md": ["qless_jobs", "transaction.atomic()", "Unique jobs", "RetryPolicy", "RetryJob"],
+    "worker.md": ["SIGTERM", "SIGKILL", "Exit status", "--shutdown-timeout"],
+    "deployment.md": ["[Service]", "KillMode=mixed", "terminationGracePeriodSeconds",
+                      "livenessProbe", "readinessProbe", "Sizing", "When a worker dies"],
+    "testing.md": ["IMMEDIATE", "burst=True", "clock"],
+    "redis.md": ["6.2", "appendfsync", "noeviction", "Redis Cluster"],
+    "admin.md": ["images/admin-overview.png", "images/admin-job-failed.png"],
+    "compatibility.md": ["qless-py", "qless.lua", "script_text()"],
+    "performance.md": ["bench/"],
+}
+
+
+def prose_words(markdown: str) -> int:
+    """Words outside fenced code blocks."""
+    without_code = re.sub(r"^```.*?^```", "", markdown, flags=re.M | re.S)
+    return len(re.findall(r"[A-Za-z][A-Za-z'-]+", without_code))
+
+
+def page(name: str) -> str:
+    return (PAGES / name).read_text(encoding="utf-8")
+
+
+def test_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(CONFIG), "-d", str(site)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    if "No module named mkdocs" in result.stderr:
+        pytest.fail("mkdocs is missing: python -m pip install -e '.[test]' installs it")
+    # Strict mode turns broken links, missing anchors, missing images and pages left out
+    # of the nav into errors (see `validation:` in docs/mkdocs.yml).
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in REQUIRED.values():
+        assert (site / name.replace(".md", ".html")).is_file(), name
+    assert (site / "images" / "admin-overview.png").is_file()
+
+
+@pytest.mark.parametrize("topic", sorted(REQUIRED))
+def test_required_page_exists_and_is_not_a_stub(topic: str) -> None:
+    name = REQUIRED[topic]
+    assert (PAGES / name).is_file(), f"{topic}: docs/pages/{name} is missing"
+    words = prose_words(page(name))
+    assert words >= MIN_WORDS, f"{topic}: docs/pages/{name} has {words} words of prose"
+    assert f" {name}" in CONFIG.read_text(encoding="utf-8"), f"{name} is not in the nav"
+    for phrase in MUST_MENTION.get(name, []):
+        assert phrase.lower() in page(name).lower(), f"{name} does not mention {phrase!r}"
+
+
+def test_every_worker_option_is_documented_and_none_is_invented() -> None:
+    from django_qless.management.commands.qless_worker import Command
+
+    parser = Command().create_parser("manage.py", "qless_worker")
+    defined = {s for a in parser._actions for s in a.option_strings if s.startswith("--")}
+    text = page("worker.md")
+    ours = {s for a in parser._actions if a.dest not in BASE_DESTS for s in a.option_strings
+            if s.startswith("--")}
+    missing = sorted(s for s in ours if s not in text)
+    assert not missing, f"worker.md does not document {missing}"
+    invented = sorted(set(re.findall(r"`(--[a-z][a-z-]+)", text)) - defined)
+    assert not invented, f"worker.md documents options qless_worker lacks: {invented}"
+
+
+def test_every_qless_recur_option_is_documented_and_none_is_invented() -> None:
+    from django_qless.management.commands.qless_recur import Command
+
+    parser = Command().create_parser("manage.py", "qless_recur")
+    defined = {s for a in parser._actions for s in a.option_strings if s.startswith("--")}
+    ours = {s for a in parser._actions if a.dest not in BASE_DESTS for s in a.option_strings}
+    text = page("recurring.md")
+    assert not sorted(s for s in ours if s not in text)
+    mentioned = set(re.findall(r"qless_recur[^`\n]*?(--[a-z][a-z-]+)", text))
+    mentioned |= set(re.findall(r"^\| `(--[a-z][a-z-]+)`", text, flags=re.M))
+    assert not sorted(mentioned - defined)
+
+
+def test_every_setting_key_is_documented() -> None:
+    from django_qless import conf
+
+    text = page("configuration.md")
+    keys = {*conf.TOP_KEYS, *conf.WORKER_KEYS, *conf.CONNECTION_KEYS, *conf.ADMIN_KEYS}
+    missing = sorted(key for key in keys if f"`{key}`" not in text)
+    assert not missing, f"configuration.md does not document {missing}"
+    for name in conf.DEFAULT_MASKED_DATA_KEYS:
+        assert f"`{name}`" in text
+
+
+def test_every_signal_and_its_arguments_are_documented() -> None:
+    from django_qless import signals
+
+    text = page("signals.md")
+    for name in signals.__all__:
+        assert f"`{name}`" in text, name
+    for argument in ("jid", "queue", "klass", "connection", "priority", "tags", "delay",
+                     "immediate", "worker", "duration", "exception", "group", "reason",
+                     "queues"):
+        assert f"`{argument}`" in text, argument
+
+
+def test_every_check_id_in_the_code_is_documented() -> None:
+    sources = [ROOT / "django_qless" / "conf.py", ROOT / "django_qless" / "checks.py",
+               *sorted((ROOT / "django_qless" / "recurring").glob("*.py"))]
+    ids = set()
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        ids |= set(re.findall(r"django_qless\.([EW]\d{3})", text))
+        ids |= set(re.findall(r"error\(\s*\"([EW]\d{3})\"", text))
+    docs = page("configuration.md") + page("recurring.md")
+    documented = set(re.findall(r"[EW]\d{3}", docs))
+    # A range such as `E020`–`E023` documents the ids in between.
+    for low, high in re.findall(r"E(\d{3})`?\s*[–-]\s*`?(?:django_qless\.)?E(\d{3})", docs):
+        documented |= {f"E{n:03d}" for n in range(int(low), int(high) + 1)}
+    assert ids, "no check ids found in the code"
+    assert not sorted(ids - documented), f"undocumented check ids: {sorted(ids - documented)}"
+
+
+def test_readme_links_every_page_and_each_link_resolves() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/pages/[^)#]+)", readme)
+    assert {Path(link).name for link in links} >= set(REQUIRED.values())
+    for link in links:
+        assert (ROOT / link).is_file(), link
+
+
+#: Options every Django command has; the docs need not repeat them.
+BASE_DESTS = {
+    "help", "version", "verbosity", "settings", "pythonpath", "traceback", "no_color",
+    "force_color", "skip_checks",
+}
