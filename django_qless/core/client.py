@@ -129,11 +129,11 @@ class Client:
 
     def track(self, jid: str) -> bool:
         """Track a job (raises `JobNotFoundError` if it does not exist)."""
-        return bool(self.call("track", "track", check.jid(jid)))
+        return _flag(self.call("track", "track", check.jid(jid)))
 
     def untrack(self, jid: str) -> bool:
         """Stop tracking a job; False if it was not tracked."""
-        return bool(self.call("track", "untrack", check.jid(jid)))
+        return _flag(self.call("track", "untrack", check.jid(jid)))
 
     def tracked(self) -> Tracked:
         """Tracked jobs, and tracked jids whose job is gone."""
@@ -208,3 +208,9 @@ class Client:
 def _chunks(items: list[str]) -> list[list[str]]:
     """Split a list into batches of at most `CHUNK`."""
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+
+
+def _flag(reply: str) -> bool:
+    """Decode the JSON text "1"/"0" that track and untrack reply with."""
+    # A non-empty string is always truthy: the reply must be decoded, not tested.
+    return bool(json.loads(reply))

@@ -247,3 +247,11 @@ def test_get_job_reply_shape(client: Client) -> None:
         "retries", "remaining", "data", "tags", "history", "failure", "spawned_from_jid",
         "dependents", "dependencies",
     }
+
+
+def test_track_and_untrack_report_whether_anything_changed(client: Client) -> None:
+    client.queue("q").put("k", {}, jid="a")
+    assert client.untrack("a") is False
+    assert client.track("a") is True
+    assert client.untrack("a") is True
+    assert client.untrack("a") is False
