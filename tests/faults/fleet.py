@@ -52,6 +52,8 @@ class Fleet:
     deaths: dict[int, float] = field(default_factory=dict)
     exit_codes: dict[int, int] = field(default_factory=dict)
     restarts: int = 0
+    #: Seconds from each death (or the SIGKILL that caused it) to the replacement's start.
+    restart_latencies: list[float] = field(default_factory=list)
     _stopping: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
@@ -105,6 +107,8 @@ class Fleet:
                     if self.restart and not self._stopping:
                         self._spawn(slot)
                         self.restarts += 1
+                        died = self.deaths[member.proc.pid]
+                        self.restart_latencies.append(time.time() - died)
             time.sleep(WATCH_EVERY)
 
     def _died(self, member: Member, code: int) -> None:
@@ -184,6 +188,8 @@ class Fleet:
             except subprocess.TimeoutExpired:
                 _killpg(member.proc.pid, signal.SIGKILL)
                 member.proc.wait(5)
+        lines = [f"{when:.3f} {what} {pid} {detail}\n" for when, what, pid, detail in self.events]
+        (self.workdir / "signals.log").write_text("".join(lines))
 
 
 def _killpg(pid: int, signum: int) -> None:

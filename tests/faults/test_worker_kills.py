@@ -49,7 +49,9 @@ def test_sigkill_a_worker_every_two_seconds_loses_nothing(
     drained_after = time.monotonic() - last_kill
     result = outcome(client, acked, fleet)
     kills = fleet.kills()
+    slowest_restart = max(fleet.restart_latencies, default=0.0)
     figures.update(result.figures(), kills=kills, restarts=fleet.restarts,
+                   slowest_restart=round(slowest_restart, 2),
                    drained_after_last_kill=round(drained_after, 1))
     assert kills >= 5, "the drain was too quick to inject the faults"
     assert result.lost == []
@@ -60,3 +62,4 @@ def test_sigkill_a_worker_every_two_seconds_loses_nothing(
     assert result.audit.clean, result.audit.summary()
     # Every kill was followed by a restart within the supervisor's half second.
     assert fleet.restarts >= kills
+    assert slowest_restart <= 0.5
