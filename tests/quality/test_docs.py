@@ -125,6 +125,14 @@ def test_every_setting_key_is_documented() -> None:
         assert f"`{name}`" in text
 
 
+def test_every_recurring_setting_key_is_documented() -> None:
+    from django_qless.recurring.declarations import SETTING_KEYS
+
+    text = page("recurring.md")
+    missing = sorted(key for key in SETTING_KEYS if f"`{key}`" not in text)
+    assert not missing, f"recurring.md does not document QLESS['RECURRING'] keys {missing}"
+
+
 def test_every_signal_and_its_arguments_are_documented() -> None:
     from django_qless import signals
 
