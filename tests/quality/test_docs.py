@@ -125,6 +125,40 @@ def test_every_setting_key_is_documented() -> None:
         assert f"`{name}`" in text
 
 
+def documented_default(text: str, key: str) -> str:
+    """The default column of a `| `KEY` | type | `default` | ... |` row."""
+    match = re.search(rf"^\| `{key}` \| [^|]+ \| `([^`]+)` \|", text, flags=re.M)
+    assert match, f"no reference row for {key}"
+    return match.group(1)
+
+
+def shown(value: object) -> str:
+    """A default as the docs write it: JSON strings, Python constants, whole numbers bare."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def test_documented_defaults_match_the_code() -> None:
+    from django_qless import conf
+
+    settings, problems = conf.parse({})
+    assert settings is not None and not problems
+    text = page("configuration.md")
+    top = {"URL": settings.connections["default"].url, "DEFAULT_QUEUE": settings.default_queue,
+           "IMMEDIATE": settings.immediate, "ENQUEUE_ON_COMMIT": settings.enqueue_on_commit,
+           "MAX_PAYLOAD_BYTES": settings.max_payload_bytes, "HEARTBEAT": settings.heartbeat}
+    worker = settings.worker
+    nested = {"STRATEGY": worker.strategy, "PROCESSES": worker.processes,
+              "MAX_JOBS": worker.max_jobs, "MAX_MEMORY_MB": worker.max_memory_mb,
+              "TIME_LIMIT": worker.time_limit, "SHUTDOWN_TIMEOUT": worker.shutdown_timeout,
+              "POLL_INTERVAL": worker.poll_interval}
+    for key, value in {**top, **nested}.items():
+        assert documented_default(text, key) == shown(value), key
+
+
 def test_every_recurring_setting_key_is_documented() -> None:
     from django_qless.recurring.declarations import SETTING_KEYS
 
