@@ -1,7 +1,8 @@
 """A real browser (Debian's chromium, driven by Playwright) against the live admin.
 
 Logs in, opens the overview and a failure group, retries a failed job from the page,
-runs a worker, sees the job complete, and saves screenshots of the main pages for the docs.
+runs a worker, sees the job complete, and takes screenshots of the main pages. They go to a
+temporary directory; with QLESS_ADMIN_SCREENSHOTS=1 they replace those in docs/images/.
 """
 
 from __future__ import annotations
@@ -26,13 +27,19 @@ ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (/usr/bin/chromium)"),
     pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
 ]
+
+
+@pytest.fixture
+def images(tmp_path: Path) -> Path:
+    """Where screenshots go: docs/images/ when asked for, else a temporary directory."""
+    return DOCS_IMAGES if os.environ.get("QLESS_ADMIN_SCREENSHOTS") == "1" else tmp_path
 
 
 @pytest.fixture
@@ -52,10 +59,10 @@ def browser_page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     assert dialogs == []
 
 
-def shoot(page: Any, name: str) -> None:
-    """Save a full-page screenshot under docs/images/."""
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / f"admin-{name}.png"), full_page=True)
+def shoot(page: Any, images: Path, name: str) -> None:
+    """Save a full-page screenshot."""
+    images.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(images / f"admin-{name}.png"), full_page=True)
 
 
 def log_in(page: Any, base: str) -> None:
@@ -68,7 +75,8 @@ def log_in(page: Any, base: str) -> None:
 
 
 def test_retry_a_failed_job_from_the_browser(
-    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+    images: Path,
 ) -> None:
     world = plant(qless)
     make_user("ops", perms=ALL_PERMS)
@@ -78,15 +86,15 @@ def test_retry_a_failed_job_from_the_browser(
 
     page.goto(base + url("overview"))
     assert page.get_by_role("heading", name="Failed jobs (1)").is_visible()
-    shoot(page, "overview")
+    shoot(page, images, "overview")
 
     page.get_by_role("link", name=world.group).first.click()
     page.wait_for_url(f"**{url('failure_group', group=world.group)}")
-    shoot(page, "failure-group")
+    shoot(page, images, "failure-group")
 
     page.get_by_role("link", name=world.failed).click()
     assert page.locator(".qless-traceback").inner_text().endswith("ValueError: boom")
-    shoot(page, "job-failed")
+    shoot(page, images, "job-failed")
     page.get_by_role("button", name="Retry", exact=True).click()
     assert "Retried 1 job." in page.locator(".messagelist").inner_text()
     assert qless.get_job(world.failed).state == "waiting"
@@ -98,7 +106,8 @@ def test_retry_a_failed_job_from_the_browser(
 
 
 def test_screenshots_of_the_main_pages(
-    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+    images: Path,
 ) -> None:
     world = plant(qless)
     make_user("ops", perms=ALL_PERMS)
@@ -117,11 +126,11 @@ def test_screenshots_of_the_main_pages(
     for name, path in pages.items():
         response = page.goto(base + path)
         assert response is not None and response.status == 200, name
-        shoot(page, name)
+        shoot(page, images, name)
     page.emulate_media(color_scheme="dark")
     page.goto(base + url("overview"))
-    shoot(page, "overview-dark")
-    assert os.path.getsize(IMAGES / "admin-overview-dark.png") > 0
+    shoot(page, images, "overview-dark")
+    assert (images / "admin-overview-dark.png").stat().st_size > 10_000
 
 
 def test_planted_markup_never_runs_in_the_browser(
