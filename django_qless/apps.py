@@ -10,7 +10,7 @@ class DjangoQlessConfig(AppConfig):
 
     name = "django_qless"
     label = "django_qless"
-    verbose_name = "qless"
+    verbose_name = "Qless"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
