@@ -96,6 +96,7 @@ end
 
 --[[ track() -> JSON {jobs: [job objects], expired: [jids whose job is gone]}
      track(track, jid) / track(untrack, jid) -> JSON 1 or 0 (changed or not)
+  untrack also clears a tracked jid whose job is gone (the `expired` ones).
   Errors: Track(): Arg "jid" missing | Job does not exist | Unknown action "<x>"
   Publishes the jid on ql:track / ql:untrack. Writes ql:tracked.
 ]]
@@ -113,10 +114,12 @@ function Qless.track(now, command, jid)
     return response
   end
   need(jid, 'Track(): Arg "jid" missing')
-  if rcall('exists', 'ql:j:' .. jid) == 0 then
+  local action = string.lower(command)
+  -- untrack also takes a jid whose job is gone (cancelled, expired) but which is
+  -- still in ql:tracked: there is no other way to clear such an entry.
+  if rcall('exists', 'ql:j:' .. jid) == 0 and not (action == 'untrack' and is_tracked(jid)) then
     error('Track(): Job does not exist')
   end
-  local action = string.lower(command)
   if action == 'track' then
     Qless.publish('track', jid)
     return rcall('zadd', 'ql:tracked', now, jid)

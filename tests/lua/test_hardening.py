@@ -398,3 +398,18 @@ def test_no_common_path_relies_on_the_lazy_fallback(redis_client):
     call("put", t + 116, "w", "solo", "e", "K", "{}", 0, "tags", '["z"]')
     call("pop", t + 117, "solo", "w7", 1)
     assert call("complete", t + 118, "e", "w7", "solo", "{}") == "complete"  # expires tagged jobs
+
+
+def test_untrack_clears_a_tracked_jid_whose_job_is_gone(lua, redis_client, events, keyspace):
+    put(lua, T0, "a")
+    assert lua("track", T0, "track", "a") == "1"
+    lua("cancel", T0 + 1, "a")
+    assert lua.json("track", T0 + 2) == {"jobs": {}, "expired": ["a"]}
+    events.clear()
+    assert lua("track", T0 + 3, "untrack", "a") == "1"
+    assert events.on("ql:untrack") == ["a"]
+    assert lua.json("track", T0 + 4) == {"jobs": {}, "expired": {}}
+    assert not redis_client.exists("ql:tracked")
+    for action in ("untrack", "track"):
+        message = unchanged(keyspace, lambda action=action: lua("track", T0 + 5, action, "a"))
+        assert message == "Track(): Job does not exist"
