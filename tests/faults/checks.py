@@ -80,7 +80,8 @@ def overlaps(entries: list[ledger.Entry], deaths: dict[int, float]) -> list[str]
     """jids with two executions overlapping in time while both processes were alive.
 
     An execution lasts from its `start` to its `end` (or `abort`: the worker interrupted
-    it), or to its process's death, or (if none: it never stopped) forever.
+    it; or `killed`: it killed its own process), or to its process's death, or (if none:
+    it never stopped) forever.
     """
     spans: dict[str, list[tuple[float, float, int]]] = {}
     open_runs: dict[tuple[str, int], float] = {}
@@ -88,7 +89,7 @@ def overlaps(entries: list[ledger.Entry], deaths: dict[int, float]) -> list[str]
         key = (entry.jid, entry.pid)
         if entry.event == "start":
             open_runs[key] = entry.t
-        elif entry.event in ("end", "abort") and key in open_runs:
+        elif entry.event in ("end", "abort", "killed") and key in open_runs:
             spans.setdefault(entry.jid, []).append((open_runs.pop(key), entry.t, entry.pid))
     for (jid, pid), began in open_runs.items():
         spans.setdefault(jid, []).append((began, deaths.get(pid, math.inf), pid))

@@ -30,6 +30,7 @@ def work(job: Job, ms: float = 0, fail: bool = False, kill: bool = False) -> Non
     ledger.record(job, "start")
     if kill and first_execution(job):
         # The job's process dies mid-job: the bench's "1% of job processes killed".
+        ledger.record(job, "killed")
         os.kill(os.getpid(), signal.SIGKILL)
     try:
         if ms:
