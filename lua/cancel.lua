@@ -48,7 +48,9 @@ QlessAPI['cancel'] = function(_, jids)
     listed[jid] = true
   end
   for _, jid in ipairs(jids) do
-    for _, dependent in ipairs(rcall('smembers', 'ql:j:' .. jid .. '-dependents')) do
+    local dependents = rcall('smembers', 'ql:j:' .. jid .. '-dependents')
+    table.sort(dependents) -- the error names the same dependent every time
+    for _, dependent in ipairs(dependents) do
       if not listed[dependent] then
         error('Cancel(): ' .. jid .. ' is a dependency of ' .. dependent .. ' but is not mentioned to be canceled')
       end

@@ -110,7 +110,9 @@ local function retry_exhausted(now, jid, args, current)
   else
     failure = { group = group, message = exhausted_message(oldqueue), when = now, worker = '' }
   end
-  QlessJob.file_failure(now, jid, oldqueue, failure)
+  -- The day's counters of the queue given to retry, as qless-core does (it is
+  -- the job's own queue for every known client).
+  QlessJob.file_failure(now, jid, queue, failure)
 end
 
 --[[ retry(jid, queue, worker, [delay=0], [group, message]) -> retries left

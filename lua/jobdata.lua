@@ -29,6 +29,17 @@ function QlessJob.read_history(jid, blob)
   return history
 end
 
+-- The members of a set, sorted: Redis <= 4 sorted SMEMBERS replies inside
+-- scripts and qless clients (qless-py's tests) expect that order; Redis >= 5
+-- returns hash order, which even changes between server starts.
+local function sorted_members(key)
+  local members = rcall('smembers', key)
+  if #members > 1 then
+    table.sort(members)
+  end
+  return members
+end
+
 -- Builds the job object from values read by QlessJob.read (nil if absent).
 -- `dependencies` may be passed in by a caller that knows them (pop: a job
 -- that can run never has any).
@@ -52,8 +63,8 @@ function QlessJob.object(jid, v, dependencies)
     history = QlessJob.read_history(jid, v[14]),
     failure = decode(v[12] or '{}'),
     spawned_from_jid = v[13],
-    dependents = rcall('smembers', 'ql:j:' .. jid .. '-dependents'),
-    dependencies = dependencies or rcall('smembers', 'ql:j:' .. jid .. '-dependencies'),
+    dependents = sorted_members('ql:j:' .. jid .. '-dependents'),
+    dependencies = dependencies or sorted_members('ql:j:' .. jid .. '-dependencies'),
   }
 end
 

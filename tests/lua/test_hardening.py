@@ -413,3 +413,26 @@ def test_untrack_clears_a_tracked_jid_whose_job_is_gone(lua, redis_client, event
     for action in ("untrack", "track"):
         message = unchanged(keyspace, lambda action=action: lua("track", T0 + 5, action, "a"))
         assert message == "Track(): Job does not exist"
+
+
+def test_dependency_lists_come_sorted(lua, keyspace):
+    for jid in ("b", "a", "d", "c"):
+        put(lua, T0, jid)
+    put(lua, T0, "x", depends=["d", "b", "c"])
+    lua("depends", T0, "x", "on", "a")
+    assert get(lua, "x")["dependencies"] == ["a", "b", "c", "d"]
+    for jid in ("z", "y"):
+        put(lua, T0, jid, depends=["a"])
+    assert get(lua, "a")["dependents"] == ["x", "y", "z"]
+    message = unchanged(keyspace, lambda: lua("cancel", T0, "a"))
+    assert message == "Cancel(): a is a dependency of x but is not mentioned to be canceled"
+
+
+def test_exhausted_retry_counts_in_the_queue_argument(lua, redis_client):
+    put(lua, T0, "j", queue="qa", retries=0)
+    pop(lua, T0, queue="qa")
+    assert lua("retry", T0, "j", "qb", "w1") == -1
+    day = T0 - T0 % 86400
+    assert redis_client.hgetall(f"ql:s:stats:{day}:qb") == {"failures": "1", "failed": "1"}
+    assert not redis_client.exists(f"ql:s:stats:{day}:qa")
+    assert get(lua, "j")["failure"]["group"] == "failed-retries-qb"
