@@ -153,6 +153,24 @@ def put_jobs(client: Client, count: int, data: Callable[[int], dict[str, Any]],
     return acked
 
 
+def unfinished(client: Client, jids: list[str]) -> int:
+    """How many of `jids` are neither complete nor failed (a missing job counts)."""
+    pipe = client.redis.pipeline(transaction=False)
+    for jid in jids:
+        pipe.hget(f"ql:j:{jid}", "state")
+    return sum(1 for state in pipe.execute() if state not in (b"complete", b"failed"))
+
+
+def settle(predicate: Callable[[], Any], timeout: float, every: float = 0.1) -> bool:
+    """Poll until `predicate()` is truthy or the time is up; the figures tell what is left."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return bool(predicate())
+
+
 def completed(client: Client) -> int:
     """How many jobs are complete."""
     return int(client.redis.zcard("ql:completed"))

@@ -24,7 +24,7 @@ from redis.retry import Retry
 
 from django_qless.core import Client
 from tests.faults import ledger
-from tests.faults.checks import completed, compressed_time, outcome, qless_client, wait_for
+from tests.faults.checks import compressed_time, outcome, qless_client, settle, unfinished
 from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 
@@ -103,8 +103,7 @@ def test_redis_sigkill_with_aof_always_loses_no_acknowledged_put(
     acked = [jid for p in team for jid in p.acked]
     refused = [jid for p in team for jid, _ in p.refused]
     client = qless_client(server)
-    wait_for(lambda: all(client.get_job(jid) is not None for jid in acked) and
-             completed(client) >= len(acked), 60, what="the drain")
+    settle(lambda: unfinished(client, acked) == 0, 60)
     result = outcome(client, acked, fleet)
     applied_unacked = [jid for jid in refused if jid in result.audit.found]
     reconnect = _reconnect_after(fleet, restarted)

@@ -25,6 +25,7 @@ from tests.faults.checks import (
     outcome,
     put_jobs,
     qless_client,
+    settle,
     wait_for,
 )
 from tests.faults.fleet import FAST, Fleet
@@ -65,7 +66,7 @@ def test_stalls_and_script_flush_under_load_lose_nothing(
                               time.sleep(HEARTBEAT + 1),
                               server.process.send_signal(signal.SIGCONT)))  # type: ignore[union-attr]
     left_at_end = JOBS - completed(client)
-    wait_for(lambda: completed(client) >= JOBS, 40, what="the drain")
+    settle(lambda: completed(client) >= JOBS, 40)
     result = outcome(client, acked, fleet)
     logs = fleet.output()
     figures.update(result.figures(), stalls=len(faults), faults=" ".join(faults),

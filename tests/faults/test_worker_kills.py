@@ -16,7 +16,7 @@ from tests.faults.checks import (
     outcome,
     put_jobs,
     qless_client,
-    wait_for,
+    settle,
 )
 from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
@@ -44,8 +44,7 @@ def test_sigkill_a_worker_every_two_seconds_loses_nothing(
         time.sleep(KILL_EVERY)
         fleet.kill_random(rng)
         last_kill = time.monotonic()
-    wait_for(lambda: completed(client) >= JOBS, DRAIN_DEADLINE + START_SLACK,
-             what="the drain after the last kill")
+    drained = settle(lambda: completed(client) >= JOBS, DRAIN_DEADLINE + START_SLACK)
     drained_after = time.monotonic() - last_kill
     result = outcome(client, acked, fleet)
     kills = fleet.kills()
@@ -54,6 +53,7 @@ def test_sigkill_a_worker_every_two_seconds_loses_nothing(
                    slowest_restart=round(slowest_restart, 2),
                    drained_after_last_kill=round(drained_after, 1))
     assert kills >= 5, "the drain was too quick to inject the faults"
+    assert drained, f"not drained {drained_after:.1f}s after the last kill"
     assert result.lost == []
     assert result.duplicates <= kills
     assert result.overlaps == []
