@@ -7,6 +7,8 @@ in the terminal summary whether or not `-s` is given.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from tests.redis_harness import RedisServer
 
 MARKER = ("faults: fault-injection suite (own redis-servers and qless_worker subprocesses; "
           "run alone with -m faults)")
+FIGURES_ENV = "QLESS_FAULTS_FIGURES"
 _figures: list[tuple[str, dict[str, Any]]] = []
 
 
@@ -37,9 +40,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line per fault test with the figures it checked."""
+    """One line per fault test with the figures it checked (also as JSON: $QLESS_FAULTS_FIGURES)."""
     if not _figures:
         return
+    if os.environ.get(FIGURES_ENV):
+        Path(os.environ[FIGURES_ENV]).write_text(json.dumps(dict(_figures), indent=1) + "\n")
     terminalreporter.section("fault suite figures")
     for nodeid, values in _figures:
         shown = " ".join(f"{key}={value}" for key, value in values.items())
