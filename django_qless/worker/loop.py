@@ -18,6 +18,7 @@ from ..core import Client, Job, QlessError, Queue
 from ..core.client import default_worker_name
 from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
+from .health import check_startup
 from .interrupt import Interrupter
 from .memory import rss_mb
 from .monitor import Monitor
@@ -79,12 +80,15 @@ class Worker:
 
     # Lifecycle.
 
+    def check(self) -> None:
+        """Refuse to start on a Redis or clock that could lose jobs, or a bad lease config."""
+        # Reads every queue's lease, so a bad `<queue>-heartbeat` is refused here too.
+        check_startup(self.client, self.order.queues)
+
     def startup(self) -> None:
         """Check the configuration, install signal handlers, start the monitor thread."""
         autodiscover()
-        for queue in self.order.queues:
-            # Reading each lease refuses a bad `<queue>-heartbeat` before any job is taken.
-            queue.heartbeat  # noqa: B018
+        self.check()
         if self.options.handle_signals:
             self.handlers.install()
             self.interrupter.install()

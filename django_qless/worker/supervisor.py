@@ -3,8 +3,9 @@
 Each child is a full `Worker` with its own name (host-pid-random) in its own process group,
 so a terminal's Ctrl-C reaches only the parent, which passes signals on: the first
 SIGTERM/SIGINT/SIGQUIT asks every child to stop gracefully, a second makes them (and the
-parent) exit at once. Children that exit on their own (`--max-jobs`, `--max-memory`) are
-replaced; in burst mode they are not. A child notices a dead parent and stops gracefully.
+parent) exit at once. Children that exit on their own (`--max-jobs`, `--max-memory`, or a
+job that killed its process) are replaced; in burst mode they are not. A child whose worker
+cannot start stops the whole group. A child notices a dead parent and stops gracefully.
 Django's database connections are closed before forking so no child shares a socket.
 
 The signal handlers only count signals; the loop (which polls its children every `TICK`)
@@ -28,8 +29,10 @@ logger = logging.getLogger("django_qless.worker")
 
 #: How often the parent looks at its children and at pending signals.
 TICK = 0.05
-#: Children that fail faster than this after starting stop the whole supervisor.
-MIN_UPTIME = 1.0
+#: Exit status of a child whose worker could not start (EX_CONFIG): restarting will not
+#: help, so the supervisor stops. Any other exit (a job killing its process included) is
+#: followed by a replacement.
+STARTUP_FAILED = 78
 #: Delay before replacing a child that crashed (exited non-zero).
 RESTART_DELAY = 1.0
 
@@ -89,15 +92,19 @@ class Supervisor:
         logger.info("qless supervisor: started worker process %s (slot %s)", pid, slot)
 
     def _child(self, slot: int) -> None:
-        """In the child: own process group, default signals, run a worker, exit."""
-        code = 1
+        """In the child: own process group, default signals, run a worker, exit.
+
+        `run_child` handles everything that happens while jobs run; an exception that
+        escapes it means the worker could not start (or stop) cleanly.
+        """
+        code = STARTUP_FAILED
         try:
             os.setpgid(0, 0)
             for signum in GRACEFUL:
                 signal.signal(signum, signal.SIG_DFL)
             code = self.run_child(slot)
         except BaseException:
-            logger.exception("qless supervisor: worker process %s crashed", os.getpid())
+            logger.exception("qless supervisor: worker process %s failed", os.getpid())
         finally:
             os._exit(code)
 
@@ -126,16 +133,17 @@ class Supervisor:
 
     def _exited(self, pid: int, code: int) -> None:
         """Record a child's exit and decide whether to replace it."""
-        slot, started = self.children.pop(pid)
+        slot, _started = self.children.pop(pid)
         self._told.pop(pid, None)
         self.status = max(self.status, abs(code))
         logger.info("qless supervisor: worker process %s exited with %s", pid, code)
-        if self.signals or not self.restart:
-            return
-        if code != 0 and time.monotonic() - started < MIN_UPTIME:
-            # Dying at start-up is a configuration problem: restarting will not fix it.
+        if code == STARTUP_FAILED:
             logger.error("qless supervisor: worker process failed at start-up; stopping")
             self.signals = max(self.signals, 1)
+            return
+        # In burst mode a child that finished (status 0) is not replaced; one that died is,
+        # since the queues were not known to be empty.
+        if self.signals or (code == 0 and not self.restart):
             return
         self._restarts.append((time.monotonic() + (RESTART_DELAY if code else 0.0), slot))
 

@@ -226,10 +226,11 @@ def test_second_signal_to_the_supervisor_exits_at_once(
     assert all(job_state(qless, jid) == "running" for jid in jids)
 
 
-def test_supervisor_gives_up_when_workers_fail_at_start(
+def test_a_failing_health_check_stops_the_supervisor_before_it_forks(
     spawn: Spawn, redis_client: redis.Redis
 ) -> None:
     redis_client.hset("ql:config", "q-heartbeat", "abc")
     worker = spawn("q", "--processes", "2")
     assert worker.wait(timeout=10) == 1
-    assert "failed at start-up" in worker.output()
+    assert "q-heartbeat" in worker.output()
+    assert "started worker process" not in worker.output()

@@ -155,8 +155,8 @@ class Command(BaseCommand):
             name = f"{settings.name}-{slot}" if settings.name else None
             return Worker(settings.replace(name=name, parent_pid=parent)).run()
 
-        # Fail fast in the parent on bad queues or routing before forking anything.
-        Worker(settings)
+        # Fail fast in the parent (bad queues, routing, Redis or clock) before forking.
+        Worker(settings).check()
         return Supervisor(settings.processes, run_child, restart=not settings.burst).run()
 
 
