@@ -25,15 +25,12 @@ from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
-# The supervisor takes any non-zero exit within 1 s of a child's start for a start-up
-# failure and stops every worker, even when the child was killed by a signal mid-job.
+
 
 JOBS = 60
 KILLERS = (0, 1, 25, 40)
 
 
-@pytest.mark.xfail(reason="the supervisor stops all workers when a child is killed within "
-                          "1 s of its start", strict=False)
 def test_supervised_workers_survive_jobs_that_kill_their_process(
     server: RedisServer, fleets: Callable[..., Fleet], figures: dict[str, Any],
 ) -> None:
@@ -50,4 +47,5 @@ def test_supervised_workers_survive_jobs_that_kill_their_process(
     assert supervisor_alive, fleet.output()
     assert result.lost == []
     assert result.duplicates == len(KILLERS)
+    assert result.overlaps == []
     assert result.audit.clean, result.audit.summary()
