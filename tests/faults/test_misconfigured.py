@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from django_qless.worker import loop
 from tests.faults.checks import compressed_time, put_jobs, qless_client, wait_for
 from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 
-pytestmark = [
-    pytest.mark.faults,
-    pytest.mark.timeout(60),
-    pytest.mark.skipif("check_startup" not in inspect.getsource(loop),
-                       reason="the worker does not run the startup health checks yet"),
-]
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
 
 EVICTING = ("allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-ttl")
 
