@@ -208,13 +208,13 @@ def test_dependencies(qless_py: MakeClient, clock: FakeClock) -> None:
     queue.put("app.Task", {}, jid="c", depends=["a", "b"])
     job = client.jobs["c"]
     assert job.state == "depends"
-    assert sorted(job.dependencies) == ["a", "b"]
+    assert job.dependencies == ["a", "b"]  # sorted, as Redis <= 4 returned SMEMBERS to scripts
     assert client.jobs["a"].dependents == ["c"]
     assert queue.jobs.depends() == ["c"]
     assert job.undepend("b") == 1
     assert client.jobs["c"].dependencies == ["a"]
     assert job.depend("b") == 1
-    assert sorted(client.jobs["c"].dependencies) == ["a", "b"]
+    assert client.jobs["c"].dependencies == ["a", "b"]
     with pytest.raises(QlessException):
         client.jobs["a"].depend("b")  # `a` is not in the depends state
 
@@ -224,6 +224,18 @@ def test_dependencies(qless_py: MakeClient, clock: FakeClock) -> None:
     assert client.jobs["c"].undepend(all=True) == 1
     assert client.jobs["c"].state == "waiting"
     assert [j.jid for j in queue.pop(5)] == ["b", "c"]
+
+
+def test_dependency_lists_are_sorted(qless_py: MakeClient) -> None:
+    client = qless_py()
+    queue = client.queues["q"]
+    parents = ["p-delta", "p-alpha", "p-echo", "p-charlie", "p-bravo"]
+    for jid in parents:
+        queue.put("app.Task", {}, jid=jid)
+    for jid in ("c-zulu", "c-mike", "c-alpha", "c-yankee"):
+        queue.put("app.Task", {}, jid=jid, depends=parents)
+    assert client.jobs["c-mike"].dependencies == sorted(parents)
+    assert client.jobs["p-echo"].dependents == ["c-alpha", "c-mike", "c-yankee", "c-zulu"]
 
 
 def test_recurring_jobs(qless_py: MakeClient, clock: FakeClock) -> None:
