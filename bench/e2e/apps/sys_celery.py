@@ -15,13 +15,13 @@ app.conf.update(
 )
 
 
-@app.task(name="bench.noop")
+@app.task(name="bench.noop")  # type: ignore[untyped-decorator]
 def noop() -> None:
     """Count one execution."""
     jobbody.noop()
 
 
-@app.task(name="bench.latency")
+@app.task(name="bench.latency")  # type: ignore[untyped-decorator]
 def latency(put_at: float) -> None:
     """Record the pickup latency."""
     jobbody.latency(put_at)

@@ -8,17 +8,17 @@ import dramatiq
 import jobbody
 from dramatiq.brokers.redis import RedisBroker
 
-broker = RedisBroker(url=os.environ["BENCH_REDIS_URL"])
+broker = RedisBroker(url=os.environ["BENCH_REDIS_URL"])  # type: ignore[no-untyped-call,unused-ignore]
 dramatiq.set_broker(broker)
 
 
-@dramatiq.actor(queue_name="bench", max_retries=0)
+@dramatiq.actor(queue_name="bench", max_retries=0)  # type: ignore[untyped-decorator,unused-ignore]
 def noop() -> None:
     """Count one execution."""
     jobbody.noop()
 
 
-@dramatiq.actor(queue_name="bench", max_retries=0)
+@dramatiq.actor(queue_name="bench", max_retries=0)  # type: ignore[untyped-decorator,unused-ignore]
 def latency(put_at: float) -> None:
     """Record the pickup latency."""
     jobbody.latency(put_at)

@@ -10,13 +10,13 @@ from huey import RedisHuey
 huey = RedisHuey("bench", url=os.environ["BENCH_REDIS_URL"])
 
 
-@huey.task()
+@huey.task()  # type: ignore[untyped-decorator]
 def noop() -> None:
     """Count one execution."""
     jobbody.noop()
 
 
-@huey.task()
+@huey.task()  # type: ignore[untyped-decorator]
 def latency(put_at: float) -> None:
     """Record the pickup latency."""
     jobbody.latency(put_at)
