@@ -1,9 +1,11 @@
 """Benchmark the qless Lua script against reqless' script and a no-op floor on one redis-server.
 
-Run: python bench/lua_script.py [--jobs N] [--rounds R] [--redis-server PATH] [--profile]
+Run: python bench/lua_script.py [--jobs N] [--rounds R] [--redis-server PATH] [--ours PATH]
+                                [--profile]
 
-Server-side microseconds per call come from INFO commandstats (cmdstat_evalsha), reset before
-each phase; client throughput is measured with a wall clock over the same connection.
+Each script has its own database; they take turns in blocks of calls. Server-side
+microseconds per call come from INFO commandstats (cmdstat_evalsha, reset before each block),
+beside the main thread's CPU time from INFO cpu; client throughput is wall-clock time.
 """
 
 from __future__ import annotations
