@@ -87,7 +87,7 @@ def plan_lines(report: SyncReport, styles: Mapping[str, Style]) -> list[str]:
 
 
 def plan_json(report: SyncReport) -> dict[str, Any]:
-    """The report as JSON-ready data (see docs/recurring.md for the shape)."""
+    """The report as JSON-ready data (see docs/pages/recurring.md for the shape)."""
     return {
         "dry_run": report.dry_run,
         "prune": report.prune,
