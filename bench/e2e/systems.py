@@ -17,8 +17,8 @@ REQUIREMENTS = BENCH / "requirements-competitors.txt"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "django_qless-bench"
 VENV = CACHE / "venv"
 #: Distributions whose versions the report prints, per interpreter.
-OUR_PACKAGES = ("django_qless", "Django", "redis")
-COMPETITOR_PACKAGES = ("rq", "huey", "celery", "kombu", "dramatiq", "redis")
+OUR_PACKAGES = ("django_qless", "Django", "redis", "hiredis")
+COMPETITOR_PACKAGES = ("rq", "huey", "celery", "kombu", "dramatiq", "redis", "hiredis")
 
 
 @dataclass(frozen=True)
