@@ -7,6 +7,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -49,7 +50,7 @@ class Worker:
         # Our own client on the shared connection pool, so every command carries our name.
         self.client = Client(
             base.redis,
-            clock=base.clock,
+            clock=_offset(base.clock, options.clock_offset),
             worker_name=options.name or default_worker_name(),
             max_payload_bytes=base.max_payload_bytes,
         )
@@ -250,3 +251,10 @@ def _client_for(queues: tuple[str, ...]) -> Client:
             "per connection"
         )
     return get_client(next(iter(grouped)))
+
+
+def _offset(clock: Callable[[], float], seconds: float) -> Callable[[], float]:
+    """`clock`, moved by `seconds` (unchanged when 0)."""
+    if not seconds:
+        return clock
+    return lambda: clock() + seconds

@@ -34,6 +34,8 @@ class WorkerOptions:
     handle_signals: bool = True
     #: pid of a supervising parent; the worker stops gracefully when that parent dies.
     parent_pid: int | None = None
+    #: Seconds added to the worker's clock (fault tests simulate clock skew with it).
+    clock_offset: float = 0.0
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> WorkerOptions:

@@ -25,7 +25,6 @@ import pytest
 import redis
 
 from django_qless.core import Client
-from django_qless.worker import WorkerOptions
 from tests.faults import ledger
 from tests.faults.checks import (
     completed,
@@ -37,12 +36,7 @@ from tests.faults.checks import (
 from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 
-pytestmark = [
-    pytest.mark.faults,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif("clock_offset" not in WorkerOptions.__dataclass_fields__,
-                       reason="the worker has no clock offset option yet"),
-]
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]
 
 LEASE = 120
 SKEW = 30

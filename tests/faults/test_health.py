@@ -8,9 +8,12 @@ from collections.abc import Callable
 
 import pytest
 import redis
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from django_qless.core import Client
 from django_qless.exceptions import QlessConfigurationError
+from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.health import (
     check_startup,
     eviction_problem,
@@ -91,3 +94,18 @@ def test_refused_commands_skip_their_check_with_a_warning(
     warnings = [record.getMessage() for record in caplog.records]
     assert any("cannot check maxmemory-policy" in line for line in warnings)
     assert any("cannot check clock skew" in line for line in warnings)
+
+
+def test_the_clock_offset_moves_every_time_the_worker_sends(server: RedisServer) -> None:
+    base = client_for(server)
+    worker = Worker(WorkerOptions(queues=("q",), clock_offset=-30.0), client=base)
+    assert worker.client.now() - time.time() == pytest.approx(-30, abs=0.05)
+    assert Worker(WorkerOptions(queues=("q",)), client=base).client.clock is base.clock
+    with pytest.raises(QlessConfigurationError, match=r"-30\.0 s off Redis' TIME"):
+        check_startup(worker.client, worker.order.queues)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "soon"])
+def test_a_bad_clock_offset_is_refused(value: str) -> None:
+    with pytest.raises(CommandError, match="--clock-offset"):
+        call_command("qless_worker", "q", "--burst", "--clock-offset", value)
