@@ -28,6 +28,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
+def database_reachable(django_db_blocker: Any) -> Iterator[None]:
+    """Let the worker close Django connections that earlier tests left open.
+
+    The worker calls close_old_connections() around every job; with pytest-django's
+    blocker on, that raises for any connection another test module opened.
+    """
+    with django_db_blocker.unblock():
+        yield
+
+
+@pytest.fixture(autouse=True)
 def qless_settings(settings: Any, redis_client: redis.Redis, redis_server: RedisServer
                    ) -> Iterator[dict[str, Any]]:
     """QLESS on the suite's (flushed) server, a short fallback poll, fresh clients."""
