@@ -45,6 +45,8 @@ class Fleet:
     args: tuple[str, ...] = ("q",)
     env: dict[str, str] = field(default_factory=dict)
     restart: bool = True
+    #: Seconds the workers' clocks are moved by (see tests/faults/skewed.py); None: not moved.
+    clock_offset: float | None = None
     members: dict[int, Member] = field(default_factory=dict)
     #: (monotonic time, what, pid, detail): signals sent, deaths, restarts.
     events: list[tuple[float, str, int, str]] = field(default_factory=list)
@@ -84,9 +86,12 @@ class Fleet:
             **self.env,
         }
         log = self.workdir / "logs" / f"slot{slot}-{len(self.events)}.log"
+        command = ["-m", "django", "qless_worker"]
+        if self.clock_offset is not None:
+            command = ["-m", "tests.faults.skewed", str(self.clock_offset)]
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "django", "qless_worker", *self.args],
+                [sys.executable, *command, *self.args],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )

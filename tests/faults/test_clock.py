@@ -1,5 +1,7 @@
 """D1/D2: clock skew between workers, through the worker's injected clock offset.
 
+The workers run `qless_worker` with `WorkerOptions.clock_offset` set (tests/faults/skewed.py).
+
 qless takes `now` from its callers, so a worker whose clock runs ahead sees other
 workers' locks expire early. The worker refuses to start when its clock is off Redis'
 TIME by more than a quarter of the shortest lease of its queues: then two workers differ
@@ -73,7 +75,7 @@ def test_skew_within_the_budget_steals_no_healthy_lock(
     rng = random.Random(6)
     acked = put_jobs(client, 6, lambda n: {"ms": 3000}, priority=10)
     acked += put_jobs(client, 600, lambda n: {"ms": rng.uniform(5, 30)})
-    team = [fleets(server.url, 1, "q", *FAST, "--clock-offset", str(offset))
+    team = [fleets(server.url, 1, "q", *FAST, clock_offset=offset)
             for offset in (SKEW, 0, -SKEW)]
     stop, seen = threading.Event(), []  # type: ignore[var-annotated]
     sampler = threading.Thread(target=closest_to_expiry, args=(client, stop, seen))
@@ -110,7 +112,7 @@ def test_skew_beyond_the_budget_takes_a_renewed_lock(
 ) -> None:
     client = long_lease(server)
     (jid,) = put_jobs(client, 1, lambda n: {"ms": 8000})
-    owner = fleets(server.url, 1, "q", *FAST, "--clock-offset", str(-SKEW))
+    owner = fleets(server.url, 1, "q", *FAST, clock_offset=-SKEW)
     wait_for(lambda: ledger.starts(ledger.read(owner.ledger_dir)).get(jid), 20,
              what="the owner's start")
     thief = skewed(server, LEASE, "thief")  # 150 s ahead of the owner: more than a lease
@@ -139,7 +141,7 @@ def test_a_worker_beyond_the_skew_budget_refuses_to_start(
 ) -> None:
     client = qless_client(server)
     client.config.put("heartbeat", lease)
-    fleet = fleets(server.url, 1, "q", *FAST, "--clock-offset", str(offset), restart=False)
+    fleet = fleets(server.url, 1, "q", *FAST, clock_offset=offset, restart=False)
     pid = fleet.pids()[0]
     if refused:
         code = fleet.wait_exit(pid, 20)

@@ -8,8 +8,6 @@ from collections.abc import Callable
 
 import pytest
 import redis
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from django_qless.core import Client
 from django_qless.exceptions import QlessConfigurationError
@@ -103,9 +101,3 @@ def test_the_clock_offset_moves_every_time_the_worker_sends(server: RedisServer)
     assert Worker(WorkerOptions(queues=("q",)), client=base).client.clock is base.clock
     with pytest.raises(QlessConfigurationError, match=r"-30\.0 s off Redis' TIME"):
         check_startup(worker.client, worker.order.queues)
-
-
-@pytest.mark.parametrize("value", ["nan", "inf", "soon"])
-def test_a_bad_clock_offset_is_refused(value: str) -> None:
-    with pytest.raises(CommandError, match="--clock-offset"):
-        call_command("qless_worker", "q", "--burst", "--clock-offset", value)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 from typing import Any
 
@@ -36,17 +35,6 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not (0 <= value < float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
-def finite_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds, negative allowed."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
 
 
@@ -103,8 +91,6 @@ class Command(BaseCommand):
                                  "-<n> suffix is added)")
         parser.add_argument("--startup-delay", type=seconds, default=0.0, metavar="SECONDS",
                             help="sleep a random time up to this before the first pop")
-        # Hidden: moves the worker's clock, so fault tests can simulate clock skew.
-        parser.add_argument("--clock-offset", type=finite_seconds, help=argparse.SUPPRESS)
         parser.add_argument("--reload", action="store_true",
                             help="restart when code changes (development only)")
 
@@ -124,7 +110,6 @@ class Command(BaseCommand):
         heartbeat_interval: float | None,
         worker_name: str | None,
         startup_delay: float,
-        clock_offset: float | None,
         reload: bool,
         verbosity: int,
         **options: Any,
@@ -138,7 +123,7 @@ class Command(BaseCommand):
                 burst=burst, max_jobs=max_jobs, max_memory_mb=max_memory,
                 time_limit=time_limit, shutdown_timeout=shutdown_timeout,
                 poll_interval=poll_interval, heartbeat_interval=heartbeat_interval,
-                name=worker_name, startup_delay=startup_delay, clock_offset=clock_offset,
+                name=worker_name, startup_delay=startup_delay,
             )
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
