@@ -1,0 +1,66 @@
+"""The structure audit finds each kind of damage it is meant to find (and none on real data)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from django_qless.core import Client
+from tests.faults.audit import audit
+from tests.faults.checks import put_jobs, qless_client
+from tests.redis_harness import RedisServer
+
+pytestmark = pytest.mark.faults
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Client:
+    """A database with jobs in every state the suite produces."""
+    made = qless_client(server)
+    made.config.put("heartbeat", 3)
+    jids = put_jobs(made, 5, lambda n: {})
+    put_jobs(made, 1, lambda n: {}, delay=60)
+    popped = made.queue("q").pop(count=3)
+    popped[0].complete()
+    popped[1].fail("q-ValueError", "boom")
+    assert len(jids) == 5
+    return made
+
+
+def test_real_data_is_clean(client: Client) -> None:
+    report = audit(client.redis, alive=lambda worker: worker == client.worker_name)
+    assert report.clean, report.summary()
+    assert dict(report.states) == {"waiting": 2, "scheduled": 1, "running": 1, "complete": 1,
+                                   "failed": 1}
+
+
+@pytest.mark.parametrize(("damage", "found"), [
+    (lambda c, jid: c.redis.zadd("ql:q:q-work", {jid: 0}), "in 2 places"),
+    (lambda c, jid: c.redis.hset(f"ql:j:{jid}", "state", "complete"), "state complete but"),
+    (lambda c, jid: c.redis.hset(f"ql:j:{jid}", "priority", "nan"), "priority is NaN"),
+    (lambda c, jid: c.redis.hset(f"ql:j:{jid}", "remaining", "-2"), "remaining=-2 < -1"),
+    (lambda c, jid: c.redis.hset(f"ql:j:{jid}", "retries", "many"), "is not a number"),
+    (lambda c, jid: c.redis.delete(f"ql:j:{jid}"), "has no job hash"),
+    (lambda c, jid: c.redis.hset(f"ql:j:{jid}", "queue", "other"), "queue field 'other'"),
+])
+def test_each_kind_of_damage_is_found(damage: Callable[[Client, str], object], found: str,
+                                      client: Client) -> None:
+    running = client.redis.zrange("ql:q:q-locks", 0, -1)[0].decode()
+    damage(client, running)
+    report = audit(client.redis, alive=lambda worker: worker == client.worker_name)
+    assert any(found in problem for problem in report.problems), report.problems
+
+
+def test_a_lock_of_a_dead_worker_is_found(client: Client) -> None:
+    report = audit(client.redis, alive=lambda worker: False)
+    assert any("which is not alive" in problem for problem in report.problems)
+
+
+def test_a_failed_job_in_the_wrong_group_is_found(client: Client) -> None:
+    (failed,) = client.redis.lrange("ql:f:q-ValueError", 0, -1)
+    client.redis.lrem("ql:f:q-ValueError", 0, failed)
+    client.redis.lpush("ql:f:q-OtherError", failed)
+    report = audit(client.redis)
+    assert any("failure group 'q-ValueError' but in ql:f:q-OtherError" in p
+               for p in report.problems), report.problems
