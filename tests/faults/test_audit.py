@@ -1,4 +1,4 @@
-"""The structure audit finds each kind of damage it is meant to find (and none on real data)."""
+"""The audit and the overlap check find each kind of damage they look for (none on real data)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from django_qless.core import Client
+from tests.faults import ledger
 from tests.faults.audit import audit
-from tests.faults.checks import put_jobs, qless_client
+from tests.faults.checks import overlaps, put_jobs, qless_client
 from tests.redis_harness import RedisServer
 
 pytestmark = pytest.mark.faults
@@ -64,3 +65,29 @@ def test_a_failed_job_in_the_wrong_group_is_found(client: Client) -> None:
     report = audit(client.redis)
     assert any("failure group 'q-ValueError' but in ql:f:q-OtherError" in p
                for p in report.problems), report.problems
+
+
+def entry(jid: str, event: str, pid: int, t: float) -> ledger.Entry:
+    """A ledger line."""
+    return ledger.Entry(jid=jid, event=event, pid=pid, worker=f"w-{pid}-x", t=t)
+
+
+@pytest.mark.parametrize(("entries", "deaths", "expected"), [
+    # Second run starts while the first is still going: an overlap.
+    ([entry("j", "start", 1, 0), entry("j", "start", 2, 1), entry("j", "end", 1, 2),
+      entry("j", "end", 2, 3)], {}, 1),
+    # The first run's process died (SIGKILL) before the second started: fine.
+    ([entry("j", "start", 1, 0), entry("j", "start", 2, 5), entry("j", "end", 2, 6)],
+     {1: 4.0}, 0),
+    # The first run never ended and its process lives on: an overlap.
+    ([entry("j", "start", 1, 0), entry("j", "start", 2, 5), entry("j", "end", 2, 6)], {}, 1),
+    # Interrupted by the worker (abort) before the second started: fine.
+    ([entry("j", "start", 1, 0), entry("j", "abort", 1, 1), entry("j", "start", 2, 5),
+      entry("j", "end", 2, 6)], {}, 0),
+    # A job that killed its own process: fine.
+    ([entry("j", "start", 1, 0), entry("j", "killed", 1, 0.1), entry("j", "start", 2, 5),
+      entry("j", "end", 2, 6)], {}, 0),
+])
+def test_overlapping_executions_are_found(entries: list[ledger.Entry],
+                                          deaths: dict[int, float], expected: int) -> None:
+    assert len(overlaps(entries, deaths)) == expected
