@@ -123,8 +123,9 @@ def main() -> int:
     print("\n".join(header))
     print()
     print(table(rows))
-    print()
-    print(ratios(rows))
+    if compared := ratios(rows):
+        print()
+        print(compared)
     for row in rows:
         for error in row.errors:
             print(f"  {row.label}: {error}")

@@ -90,7 +90,7 @@ def _ratio(ours: float | None, theirs: float | None) -> float | None:
 def ratios(rows: list[Summary]) -> str:
     """django_qless divided by each other system, per throughput scenario."""
     ours = next((row for row in rows if row.system == "qless"), None)
-    if ours is None:
+    if ours is None or len(rows) < 2:
         return ""
     lines = ["django_qless / other (throughput; > 1 means django_qless is faster):"]
     for row in rows:
