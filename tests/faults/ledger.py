@@ -59,7 +59,10 @@ def read(directory: Path) -> list[Entry]:
     """Every entry of every process, by time."""
     entries: list[Entry] = []
     for path in directory.glob("*.jsonl"):
-        for line in path.read_text().splitlines():
+        # A reader may catch a line while its write() is still being copied in: only
+        # newline-terminated lines are complete, the tail is read again next time.
+        complete, _, _ = path.read_text().rpartition("\n")
+        for line in complete.splitlines():
             if line.strip():
                 raw: dict[str, Any] = json.loads(line)
                 entries.append(Entry(**raw))
