@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,9 @@ def entry(jid: str, event: str, pid: int, t: float) -> ledger.Entry:
 def test_overlapping_executions_are_found(entries: list[ledger.Entry],
                                           deaths: dict[int, float], expected: int) -> None:
     assert len(overlaps(entries, deaths)) == expected
+
+
+def test_the_ledger_skips_a_line_still_being_written(tmp_path: Path) -> None:
+    whole = '{"jid": "a", "event": "start", "pid": 1, "worker": "w", "t": 1.0}\n'
+    (tmp_path / "1.jsonl").write_text(whole + '{"jid": "b", "ev')
+    assert [entry.jid for entry in ledger.read(tmp_path)] == ["a"]
