@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from tests.redis_harness import RedisServer
+from tests.support import FakeClock, registry_restored
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT_PATH = ROOT / "django_qless" / "core" / "qless.lua"
@@ -127,3 +128,15 @@ def keyspace(redis_client: redis.Redis) -> Any:
     """Returns a function that snapshots every key (name -> DUMP bytes)."""
     return lambda: snapshot(redis_client)
 
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock starting at `T0`, moved by hand."""
+    return FakeClock()
+
+
+@pytest.fixture
+def clean_registry() -> Iterator[None]:
+    """Undo the job registrations a test makes (and restore any entry it replaced)."""
+    with registry_restored():
+        yield

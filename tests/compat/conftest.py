@@ -13,29 +13,7 @@ import redis
 
 from tests.conftest import SCRIPT_PATH
 from tests.redis_harness import RedisServer
-
-T0 = 1_700_000_000.0
-
-
-class FakeClock:
-    """A clock the test moves by hand; stands in for `time.time` inside qless-py."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        """Move forward and return the new time."""
-        self.now += seconds
-        return self.now
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    """The shared fake clock (qless-py and django_qless clients both read it)."""
-    return FakeClock()
+from tests.support import FakeClock
 
 
 def wait_for_subscribers(client: redis.Redis, channel: str, timeout: float = 5.0) -> None:

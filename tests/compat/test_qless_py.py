@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from django_qless.core import script_sha
-from tests.compat.conftest import T0, FakeClock
+from tests.support import T0, FakeClock
 
 qless = pytest.importorskip("qless")
 from qless.exceptions import LostLockException, QlessException  # noqa: E402

@@ -11,7 +11,8 @@ import redis
 
 from django_qless.core import Client as CoreClient
 from django_qless.core import LockLostError
-from tests.compat.conftest import T0, FakeClock, wait_for_subscribers
+from tests.compat.conftest import wait_for_subscribers
+from tests.support import T0, FakeClock
 
 qless = pytest.importorskip("qless")
 from qless.exceptions import LostLockException, QlessException  # noqa: E402

@@ -8,29 +8,7 @@ import pytest
 import redis
 
 from django_qless.core import Client
-
-T0 = 1_700_000_000.0
-
-
-class FakeClock:
-    """A clock the test moves by hand: `clock()` returns `now`."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        """Move forward and return the new time."""
-        self.now += seconds
-        return self.now
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    """A fake clock starting at `T0`."""
-    return FakeClock()
+from tests.support import FakeClock
 
 
 @pytest.fixture

@@ -23,8 +23,7 @@ from django_qless.core import (
     WorkerCounts,
 )
 from django_qless.core import client as client_module
-
-from .conftest import FakeClock
+from tests.support import FakeClock
 
 
 def test_default_worker_name_is_host_pid_random(redis_client: redis.Redis) -> None:

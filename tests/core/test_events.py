@@ -8,8 +8,7 @@ import pytest
 
 from django_qless.core import Client, Event, EventListener
 from tests.redis_harness import RedisServer
-
-from .conftest import FakeClock
+from tests.support import FakeClock
 
 
 @pytest.fixture

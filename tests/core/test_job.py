@@ -18,8 +18,7 @@ from django_qless.core import (
     JobNotFoundError,
     LockLostError,
 )
-
-from .conftest import T0, FakeClock
+from tests.support import T0, FakeClock
 
 
 def popped(client: Client, jid: str = "j", queue: str = "q", **put: object) -> Job:

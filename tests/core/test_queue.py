@@ -7,8 +7,7 @@ import re
 import pytest
 
 from django_qless.core import Client, InvalidArgumentError, QueueCounts
-
-from .conftest import T0, FakeClock
+from tests.support import T0, FakeClock
 
 
 def test_put_returns_a_uuid4_hex_jid_and_stores_the_job(client: Client) -> None:

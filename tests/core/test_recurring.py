@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from django_qless.core import Client, JobNotFoundError
-
-from .conftest import FakeClock
+from tests.support import FakeClock
 
 
 def test_recur_and_read_back(client: Client) -> None:

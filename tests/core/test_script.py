@@ -25,8 +25,7 @@ from django_qless.core import (
 )
 from django_qless.core import script as script_module
 from tests.redis_harness import RedisServer
-
-from .conftest import FakeClock
+from tests.support import FakeClock
 
 PACKAGED = Path(script_module.__file__).with_name("qless.lua")
 

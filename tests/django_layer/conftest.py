@@ -10,7 +10,6 @@ import redis
 
 from django_qless.connection import get_client, reset_clients
 from django_qless.core import Client
-from django_qless.registry import registry
 from tests.redis_harness import RedisServer
 from tests.testapp import qless_jobs
 
@@ -47,16 +46,3 @@ def db1(redis_server: RedisServer) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
-
-
-@pytest.fixture
-def clean_registry() -> Iterator[None]:
-    """Undo the registrations a test makes (and restore any entry it replaced)."""
-    before = {defn.name: defn for defn in registry.all()}
-    yield
-    for defn in registry.all():
-        if defn.name not in before:
-            registry.unregister(defn.name)
-    for name, defn in before.items():
-        registry.unregister(name)
-        registry.register(defn)

@@ -12,7 +12,6 @@ from django_qless.connection import reset_clients
 from django_qless.core import Client
 from django_qless.recurring import sync_schedules
 from django_qless.recurring.sync import SyncReport
-from django_qless.registry import registry
 from tests.redis_harness import RedisServer
 
 #: 2023-11-15 00:00:00 UTC: a midnight, so run times in the tests are easy to read.
@@ -62,16 +61,3 @@ def client(redis_server: RedisServer, clock: Clock) -> Iterator[Client]:
 def sync(client: Client) -> Callable[..., SyncReport]:
     """`sync_schedules` on the default connection, through the clocked client."""
     return lambda **options: sync_schedules(clients={"default": client}, **options)
-
-
-@pytest.fixture
-def clean_registry() -> Iterator[None]:
-    """Undo the registrations a test makes (and restore any entry it replaced)."""
-    before = {defn.name: defn for defn in registry.all()}
-    yield
-    for defn in registry.all():
-        if defn.name not in before:
-            registry.unregister(defn.name)
-    for name, defn in before.items():
-        registry.unregister(name)
-        registry.register(defn)

@@ -13,7 +13,7 @@ import redis
 from django_qless.core import Client
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.failures import MAX_MESSAGE
-from tests.core.conftest import FakeClock
+from tests.support import FakeClock
 
 from .conftest import SignalLog, job_state
 
