@@ -152,6 +152,36 @@ local function day_of(now)
   return now - (now % 86400)
 end
 
+-- Numbers cost more than strings on their way to text. Redis prints every
+-- number argument of redis.call with %.17g and Lua prints a number joined
+-- with `..` with %.14g: both go through glibc's exact float printer (0.2-0.3
+-- us each for a timestamp, as much as a small Redis command; ~15% of a pop's
+-- instructions were spent there). So constants are passed as strings ('0',
+-- not 0), timestamps in key names and history entries are printed with %d
+-- (the same text as %.14g for 0 < n < 1e14), and a fractional number passed
+-- to several commands as a score or range bound goes through score_text.
+
+-- The stats bin of a timestamp as it appears in key names.
+local function day_text(now)
+  local day = day_of(now)
+  if day > 0 and day < 1e14 then
+    return string.format('%d', day)
+  end
+  return tostring(day)
+end
+
+-- A number as Redis would print it (%.17g), remembered for the next call with
+-- the same number: pop passes `now` to four commands. Only for scores and
+-- range bounds (any text of the same double is the same score), never for
+-- hash values: Redis >= 7.2 prints numbers in their shortest form there.
+local score_number, score_string
+local function score_text(n)
+  if n ~= score_number then
+    score_number, score_string = n, string.format('%.17g', n)
+  end
+  return score_string
+end
+
 -- Appends the items of `more` to `list`; returns list.
 local function extend(list, more)
   local n = #list
@@ -181,22 +211,39 @@ function Qless.lock_lost(jid, worker)
   rcall('publish', 'ql:log', message)
 end
 
+-- The JSON of a one-key object, e.g. {"q":"name"}: what cjson makes of
+-- { [key] = value }, without the table and the second cjson call.
+local function json_pair(key, value)
+  return '{"' .. key .. '":' .. encode(value) .. '}'
+end
+
 -- Appends one history event: [floor(when), what] or [floor(when), what, extra].
--- `cap` is config max-job-history (<= 0: unbounded); over the cap the first
--- entry (the original put) and the newest ones survive. Callers first migrate
--- a legacy `history` hash field (QlessJob.migrate_history in legacy.lua).
+-- `what` and `extra` are JSON texts: callers spell out the fixed words
+-- ('"done"') and one-key objects (json_pair), which saves cjson calls and
+-- tables on every put, pop and complete. `cap` is config max-job-history
+-- (<= 0: unbounded), or nil to read it only when needed: a list of two
+-- entries is never trimmed (a cap below 2 behaves as 2). Over the cap the
+-- first entry (the original put) and the newest ones survive. Callers first
+-- migrate a legacy `history` hash field (QlessJob.migrate_history in legacy.lua).
 local function add_history(jid, now, what, extra, cap)
   local key = 'ql:j:' .. jid .. '-history'
-  -- Spelled out rather than encode({...}): the same text cjson would give,
-  -- one table fewer on every put, pop and complete.
+  local when
+  if now >= 0 and now < 1e14 then
+    when = string.format('[%d,', now) -- %d truncates: the floor of a positive number
+  else
+    when = '[' .. floor(now) .. ','
+  end
   local entry
   if extra == nil then
-    entry = '[' .. floor(now) .. ',' .. encode(what) .. ']'
+    entry = when .. what .. ']'
   else
-    entry = '[' .. floor(now) .. ',' .. encode(what) .. ',' .. encode(extra) .. ']'
+    entry = when .. what .. ',' .. extra .. ']'
   end
   local length = rcall('rpush', key, entry)
-  cap = floor(cap)
+  if length <= 2 then
+    return
+  end
+  cap = floor(cap or config_number('max-job-history', 100))
   if cap > 0 and length > cap then
     local first = rcall('lpop', key)
     rcall('ltrim', key, -math.max(cap - 1, 1), -1)

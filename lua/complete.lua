@@ -44,7 +44,7 @@ end
 -- newest `jobs-history-count`, oldest first and at most SWEEP per call; a
 -- larger backlog goes away over the following completions.
 function QlessJob.expire_completed(now, max_age, max_count)
-  local old = rcall('zrangebyscore', 'ql:completed', '-inf', now - max_age, 'LIMIT', 0, SWEEP)
+  local old = rcall('zrangebyscore', 'ql:completed', '-inf', now - max_age, 'LIMIT', '0', SWEEP)
   forget_completed(old)
   local budget = SWEEP - #old
   if budget > 0 then
@@ -95,7 +95,7 @@ end
 local function advance(now, jid, p, current)
   local nextq, live = p.next, p.live
   Qless.publish('log', encode({ jid = jid, event = 'advanced', queue = p.queue, to = nextq }))
-  add_history(jid, now, 'put', { q = nextq }, p.cap)
+  add_history(jid, now, '"put"', json_pair('q', nextq), p.cap)
   rcall('zadd', 'ql:queues', 'NX', now, nextq)
   local fields = { 'state', 'waiting', 'worker', '', 'failure', '{}', 'queue', nextq,
     'expires', 0, 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now) }
@@ -124,7 +124,7 @@ end
 local function finish(now, jid, p, current)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
   rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
-    'expires', 0, 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now))
+    'expires', '0', 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now))
   rcall('zadd', 'ql:completed', now, jid)
   QlessJob.expire_completed(now, p.max_age, p.max_count)
   release_dependents(now, jid)
@@ -171,7 +171,7 @@ QlessAPI['complete'] = function(now, args)
   if current[7] then
     QlessJob.migrate_history(jid, current[7])
   end
-  add_history(jid, now, 'done', nil, p.cap)
+  add_history(jid, now, '"done"', nil, p.cap)
   rcall('zrem', 'ql:q:' .. p.queue .. '-locks', jid)
   QlessQueue.stat(p.queue, now, 'run', now - (tonumber(current[6]) or now))
   rcall('zrem', 'ql:w:' .. p.worker .. ':jobs', jid)

@@ -27,7 +27,7 @@ function QlessJob.exhaust(now, jid, queue, cap)
   rcall('zrem', prefix .. '-work', jid)
   rcall('zrem', prefix .. '-locks', jid)
   rcall('zrem', prefix .. '-scheduled', jid)
-  add_history(jid, now, 'failed', { group = group }, cap)
+  add_history(jid, now, '"failed"', json_pair('group', group), cap)
   local message = exhausted_message(queue)
   QlessJob.file_failure(now, jid, queue, { group = group, message = message, when = now, worker = '' })
   return group, message
@@ -82,7 +82,7 @@ function QlessJob.fail(now, jid, worker, group, message, raw)
   if current[4] then
     QlessJob.migrate_history(jid, current[4])
   end
-  add_history(jid, now, 'failed', { worker = worker, group = group }, history_cap())
+  add_history(jid, now, '"failed"', encode({ worker = worker, group = group }), history_cap())
   local prefix = 'ql:q:' .. queue
   rcall('zrem', prefix .. '-work', jid)
   rcall('zrem', prefix .. '-locks', jid)
@@ -103,7 +103,7 @@ local function retry_exhausted(now, jid, args, current)
   if current[7] then
     QlessJob.migrate_history(jid, current[7])
   end
-  add_history(jid, now, 'failed', { group = group }, history_cap())
+  add_history(jid, now, '"failed"', json_pair('group', group), history_cap())
   local failure
   if message ~= nil then
     failure = { group = group, message = message, when = floor(now), worker = worker }
@@ -180,7 +180,7 @@ function QlessQueue.unfail(now, queue, group, count)
       if current[4] then
         QlessJob.migrate_history(jid, current[4])
       end
-      add_history(jid, now, 'put', { q = queue }, cap)
+      add_history(jid, now, '"put"', json_pair('q', queue), cap)
       rcall('hmset', 'ql:j:' .. jid, 'state', 'waiting', 'worker', '', 'expires', 0,
         'queue', queue, 'remaining', tonumber(current[2]) or 5)
       rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(current[3]) or 0) - now / 1e10, jid)

@@ -117,7 +117,7 @@ QlessAPI['timeout'] = function(now, jids)
       if target[4] then
         QlessJob.migrate_history(jid, target[4])
       end
-      add_history(jid, now, 'timed-out', nil, cap)
+      add_history(jid, now, '"timed-out"', nil, cap)
       rcall('zrem', 'ql:q:' .. target[1] .. '-locks', jid)
       rcall('zadd', 'ql:q:' .. target[1] .. '-work', '+inf', jid)
       rcall('hmset', 'ql:j:' .. jid, 'state', 'stalled', 'expires', 0)
@@ -148,5 +148,5 @@ QlessAPI['log'] = function(now, a)
   if current[2] then
     QlessJob.migrate_history(jid, current[2])
   end
-  add_history(jid, now, message, data, config_number('max-job-history', 100))
+  add_history(jid, now, encode(message), data and encode(data))
 end

@@ -10,8 +10,10 @@ end
 
 -- The history as objects {when, what, ...extra}; `blob` is the legacy field
 -- (its entries are shown after the list's, where migrating will put them).
-function QlessJob.read_history(jid, blob)
-  local raw = rcall('lrange', 'ql:j:' .. jid .. '-history', 0, -1)
+-- `newest`, when given, is the object of the list's last entry, which the
+-- caller has just appended: it is not read back and decoded again.
+function QlessJob.read_history(jid, blob, newest)
+  local raw = rcall('lrange', 'ql:j:' .. jid .. '-history', '0', newest and '-2' or '-1')
   if blob then
     extend(raw, QlessJob.legacy_entries(blob))
   end
@@ -26,6 +28,7 @@ function QlessJob.read_history(jid, blob)
     object.what = entry[2]
     history[i] = object
   end
+  history[#history + 1] = newest
   return history
 end
 
@@ -42,8 +45,8 @@ end
 
 -- Builds the job object from values read by QlessJob.read (nil if absent).
 -- `dependencies` may be passed in by a caller that knows them (pop: a job
--- that can run never has any).
-function QlessJob.object(jid, v, dependencies)
+-- that can run never has any), `newest` as for read_history.
+function QlessJob.object(jid, v, dependencies, newest)
   if not v[1] then
     return nil
   end
@@ -60,7 +63,7 @@ function QlessJob.object(jid, v, dependencies)
     remaining = floor(tonumber(v[9]) or 0),
     data = v[10],
     tags = decode(v[11] or '{}'),
-    history = QlessJob.read_history(jid, v[14]),
+    history = QlessJob.read_history(jid, v[14], newest),
     failure = decode(v[12] or '{}'),
     spawned_from_jid = v[13],
     dependents = sorted_members('ql:j:' .. jid .. '-dependents'),

@@ -10,7 +10,7 @@ function QlessQueue.release_scheduled(queue, now, count)
     return
   end
   local prefix = 'ql:q:' .. queue
-  local due = rcall('zrangebyscore', prefix .. '-scheduled', '-inf', now, 'LIMIT', 0, count)
+  local due = rcall('zrangebyscore', prefix .. '-scheduled', '-inf', score_text(now), 'LIMIT', '0', count)
   for _, jid in ipairs(due) do
     local priority = tonumber(rcall('hget', 'ql:j:' .. jid, 'priority')) or 0
     rcall('zadd', prefix .. '-work', priority - now / 1e10, jid)
@@ -39,7 +39,7 @@ local function expire_lock(now, queue, jid, grace, cap)
     if is_tracked(jid) then
       Qless.publish('stalled', jid)
     end
-    add_history(jid, now, 'timed-out', nil, cap)
+    add_history(jid, now, '"timed-out"', nil, cap)
     rcall('hset', key, 'grace', 1)
     Qless.lock_lost(jid, worker)
     rcall('zadd', 'ql:q:' .. queue .. '-locks', now + grace, jid)
@@ -63,7 +63,7 @@ local function expired_locks(queue, now, count)
   if count <= 0 then
     return {}
   end
-  return rcall('zrangebyscore', 'ql:q:' .. queue .. '-locks', '-inf', now, 'LIMIT', 0, count)
+  return rcall('zrangebyscore', 'ql:q:' .. queue .. '-locks', '-inf', score_text(now), 'LIMIT', '0', count)
 end
 
 -- The jids a pop/peek of `count` returns after the expired ones: recurring
@@ -75,13 +75,13 @@ local function candidates(queue, now, count, expired)
     return expired
   end
   local prefix = 'ql:q:' .. queue
-  local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', now, 'LIMIT', 0, wanted)
+  local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', score_text(now), 'LIMIT', '0', wanted)
   if #templates > 0 then
     load_module('recurring')
     QlessRecurringJob.spawn_due(queue, now, wanted, templates)
   end
   QlessQueue.release_scheduled(queue, now, wanted)
-  return extend(expired, rcall('zrevrange', prefix .. '-work', 0, wanted - 1))
+  return extend(expired, rcall('zrevrange', prefix .. '-work', '0', wanted - 1))
 end
 
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
@@ -95,14 +95,23 @@ local function pop_one(now, queue, jid, worker, expires, cap)
     QlessJob.migrate_history(jid, v[14])
     v[14] = false
   end
-  add_history(jid, now, 'popped', { worker = worker }, cap)
+  add_history(jid, now, '"popped"', json_pair('worker', worker), cap)
+  -- That entry as read_history would build it (the same table sizes in the
+  -- same order, so the same key order in the JSON), unless its time is out
+  -- of the range where add_history printed it exactly.
+  local newest
+  if now >= 0 and now < 1e14 then
+    newest = { worker = worker }
+    newest.when = floor(now)
+    newest.what = 'popped'
+  end
   QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[15]) or now))
   rcall('hmset', key, 'time', string.format('%.20f', now), 'worker', worker, 'expires', expires, 'state', 'running')
-  rcall('zadd', 'ql:w:' .. worker .. ':jobs', expires, jid)
-  rcall('zadd', 'ql:q:' .. queue .. '-locks', expires, jid)
+  rcall('zadd', 'ql:w:' .. worker .. ':jobs', score_text(expires), jid)
+  rcall('zadd', 'ql:q:' .. queue .. '-locks', score_text(expires), jid)
   v[3], v[5], v[7] = 'running', worker, expires
   -- A job that can run has no dependencies left: no need to read them.
-  local object = QlessJob.object(jid, v, NONE)
+  local object = QlessJob.object(jid, v, NONE, newest)
   if object.tracked then
     Qless.publish('popped', jid)
   end
@@ -130,7 +139,7 @@ function QlessQueue.pop(now, queue, worker, count)
   if rcall('sismember', 'ql:paused_queues', queue) == 1 then
     return {}
   end
-  rcall('zadd', 'ql:workers', now, worker)
+  rcall('zadd', 'ql:workers', score_text(now), worker)
   count = allowed(queue, now, count, finite(config[3]) or 0)
   local jids = {}
   for _, jid in ipairs(expired_locks(queue, now, count)) do

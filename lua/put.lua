@@ -100,7 +100,7 @@ local function place(now, p, existed)
     state = 'scheduled'
   end
   rcall('hmset', key, 'jid', jid, 'klass', p.klass, 'data', p.raw, 'priority', p.priority,
-    'tags', encode(p.tags), 'state', state, 'worker', '', 'expires', 0, 'queue', p.queue,
+    'tags', encode(p.tags), 'state', state, 'worker', '', 'expires', '0', 'queue', p.queue,
     'retries', p.retries, 'remaining', p.retries, 'time', string.format('%.20f', now))
   if state == 'depends' then
     if p.delay > 0 then
@@ -139,7 +139,6 @@ function QlessQueue.put(now, p)
     load_module('deps')
     p.live = QlessJob.live_dependencies(jid, p.depends, 'Put(): ')
   end
-  local cap = config_number('max-job-history', 100)
   -- Every check is done: from here on the call only writes.
   if old_tags or #p.tags > 0 then
     load_module('tagindex')
@@ -152,7 +151,7 @@ function QlessQueue.put(now, p)
   if old[8] then
     QlessJob.migrate_history(jid, old[8])
   end
-  add_history(jid, now, 'put', { q = p.queue }, cap)
+  add_history(jid, now, '"put"', json_pair('q', p.queue))
   if existed then
     detach(jid, p, old)
   end

@@ -175,7 +175,7 @@ local function spawn(queue, now, template, at)
     'priority', template.priority, 'tags', template.tags, 'state', 'waiting', 'worker', '',
     'expires', 0, 'queue', queue, 'retries', template.retries, 'remaining', template.retries,
     'time', string.format('%.20f', at), 'spawned_from_jid', jid)
-  add_history(child, at, 'put', { q = queue }, template.cap)
+  add_history(child, at, '"put"', json_pair('q', queue), template.cap)
   rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(template.priority) or 0) - at / 1e10, child)
 end
 

@@ -18,7 +18,7 @@ end
 -- Adds one sample to `ql:s:<stat>:<day>:<queue>`: count, Welford running mean
 -- and sum of squared deviations (vk), and the histogram bucket.
 function QlessQueue.stat(queue, now, stat, value)
-  local key = 'ql:s:' .. stat .. ':' .. day_of(now) .. ':' .. queue
+  local key = 'ql:s:' .. stat .. ':' .. day_text(now) .. ':' .. queue
   local field = bucket(value)
   local current = rcall('hmget', key, 'total', 'mean', 'vk', field)
   local count = tonumber(current[1]) or 0
@@ -36,5 +36,5 @@ end
 
 -- Adds `delta` to a counter (failures, failed, retries) of the day of `when`.
 function QlessQueue.count_stat(queue, when, field, delta)
-  rcall('hincrby', 'ql:s:stats:' .. day_of(when) .. ':' .. queue, field, delta)
+  rcall('hincrby', 'ql:s:stats:' .. day_text(when) .. ':' .. queue, field, delta)
 end
