@@ -5,6 +5,11 @@ writes a line straight to stderr and leaves with `os._exit`, because waiting for
 (even logging locks) is what the operator is asking us not to do. The job's lock is then
 left to expire and qless hands the job to another worker. SIGUSR1 dumps every thread's
 stack to stderr (faulthandler), for hung jobs.
+
+SIGUSR2 is the stop a supervisor passes on to its workers: graceful, and never counted as
+a second signal. A stop sent to the whole process tree (systemd's default
+`KillMode=control-group`, `pkill`) reaches a worker twice, once directly and once through
+the supervisor; only the direct one counts, so the worker still stops gracefully.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from typing import Any
 from .state import StopState
 
 GRACEFUL = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+#: Graceful stop that is never counted towards a forced exit (sent by the supervisor).
+SUPERVISOR_STOP = signal.SIGUSR2
+#: Every signal that stops a worker.
+STOP_SIGNALS = (*GRACEFUL, SUPERVISOR_STOP)
 #: Exit status after a second signal.
 FORCED_EXIT = 1
 
@@ -38,8 +47,9 @@ class SignalHandlers:
             return False
         for signum in GRACEFUL:
             self._previous[signum] = signal.signal(signum, self._on_signal)
+        self._previous[SUPERVISOR_STOP] = signal.signal(SUPERVISOR_STOP, self._on_supervisor)
         # A supervisor forks its workers with these blocked (see supervisor.py).
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, GRACEFUL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         if hasattr(signal, "SIGUSR1"):
             faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
         self.installed = True
@@ -66,3 +76,7 @@ class SignalHandlers:
                 f"({signal.Signals(signum).name}), exiting now\n")
         os.write(2, line.encode())
         os._exit(FORCED_EXIT)
+
+    def _on_supervisor(self, signum: int, frame: FrameType | None) -> None:
+        """The supervisor is stopping: graceful, whatever else was received."""
+        self.stop.request("signal SIGUSR2")

@@ -1,15 +1,20 @@
 """`--processes N`: a parent that forks N serial workers and keeps them running.
 
 Each child is a full `Worker` with its own name (host-pid-random) in its own process group,
-so a terminal's Ctrl-C reaches only the parent, which passes signals on: the first
-SIGTERM/SIGINT/SIGQUIT asks every child to stop gracefully, a second makes them (and the
-parent) exit at once. Children that exit on their own (`--max-jobs`, `--max-memory`, or a
-job that killed its process) are replaced; in burst mode they are not. A child whose worker
+so a terminal's Ctrl-C reaches only the parent. The first SIGTERM/SIGINT/SIGQUIT the parent
+receives (or a SIGUSR2) asks every child to stop gracefully with SIGUSR2, which a worker
+never counts as a second signal: when a stop reaches the parent and its children at once
+(systemd's default `KillMode=control-group`, `pkill`), each child still sees one counted
+signal and finishes its job. A second SIGTERM/SIGINT/SIGQUIT to the parent SIGKILLs every
+child (their jobs come back when their leases expire) and the parent exits at once.
+
+Children that exit on their own (`--max-jobs`, `--max-memory`, or a job that killed its
+process) are replaced; in burst mode those that finished are not. A child whose worker
 cannot start stops the whole group. A child notices a dead parent and stops gracefully.
 Django's database connections are closed before forking so no child shares a socket.
 
 The signal handlers only count signals; the loop (which polls its children every `TICK`)
-passes each one on exactly once to every child, including a child forked just after it.
+passes the stop on exactly once to every child, including a child forked just after it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from types import FrameType
 
 from django.db import connections
 
-from .shutdown import FORCED_EXIT, GRACEFUL
+from .shutdown import FORCED_EXIT, GRACEFUL, STOP_SIGNALS, SUPERVISOR_STOP
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -35,6 +40,8 @@ TICK = 0.05
 STARTUP_FAILED = 78
 #: Delay before replacing a child that crashed (exited non-zero).
 RESTART_DELAY = 1.0
+#: Longest wait for SIGKILLed children to be reaped after a second signal.
+KILL_WAIT = 2.0
 
 
 class Supervisor:
@@ -46,25 +53,29 @@ class Supervisor:
         self.run_child = run_child
         self.restart = restart
         self.children: dict[int, tuple[int, float]] = {}  # pid -> (slot, started)
+        #: Stop signals counted (SIGTERM/SIGINT/SIGQUIT); a second one forces the exit.
         self.signals = 0
+        #: Set by the first stop of any kind: nothing more is forked.
+        self.stopping = False
         self.status = 0
-        self._signum = signal.SIGTERM
-        self._told: dict[int, int] = {}  # pid -> signals passed on to it
+        self._signame = ""
+        self._announced = False
+        self._told: set[int] = set()  # children already sent the graceful stop
         self._restarts: list[tuple[float, int]] = []  # (when, slot)
         self._previous: dict[int, object] = {}
 
     def run(self) -> int:
         """Start the children and watch them; returns the worst exit status."""
-        for signum in GRACEFUL:
+        for signum in STOP_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._on_signal)
         try:
             for slot in range(self.count):
                 self._spawn(slot)
             while self.children or self._restarts:
-                self._forward()
                 if self.signals > 1:
-                    os.write(2, b"qless supervisor: second signal, exiting now\n")
+                    self._kill_all()
                     return FORCED_EXIT
+                self._forward()
                 self._reap()
                 self._restart_due()
                 time.sleep(TICK)
@@ -75,18 +86,17 @@ class Supervisor:
 
     def _spawn(self, slot: int) -> None:
         """Fork one worker process."""
-        if self.signals:
+        if self.stopping:
             return
         connections.close_all()
         # Signals stay blocked in the child until its worker has installed its handlers;
         # one sent meanwhile is delivered then, instead of killing a half-started process.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, GRACEFUL)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child, which never returns here
                 self._child(slot)
             self.children[pid] = (slot, time.monotonic())
-            self._told[pid] = 0
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         logger.info("qless supervisor: started worker process %s (slot %s)", pid, slot)
@@ -100,7 +110,7 @@ class Supervisor:
         code = STARTUP_FAILED
         try:
             os.setpgid(0, 0)
-            for signum in GRACEFUL:
+            for signum in STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
             code = self.run_child(slot)
         except BaseException:
@@ -109,14 +119,39 @@ class Supervisor:
             os._exit(code)
 
     def _forward(self) -> None:
-        """Pass every signal received so far on to every child, once each."""
-        for pid in list(self.children):
-            while self._told[pid] < self.signals:
-                self._told[pid] += 1
-                try:
-                    os.kill(pid, self._signum)
-                except ProcessLookupError:
-                    break
+        """Once stopping, send every child the graceful stop (once each)."""
+        if not self.stopping:
+            return
+        if not self._announced and self._signame:
+            self._announced = True
+            logger.info("qless supervisor: %s received; asking the worker processes to "
+                        "stop gracefully", self._signame)
+        for pid in self.children.keys() - self._told:
+            self._told.add(pid)
+            try:
+                os.kill(pid, SUPERVISOR_STOP)
+            except ProcessLookupError:
+                pass
+
+    def _kill_all(self) -> None:
+        """Second signal: SIGKILL every child, reap them briefly, say so on stderr."""
+        line = (f"qless supervisor: second signal ({self._signame}), killing "
+                f"{len(self.children)} worker process(es) now\n")
+        os.write(2, line.encode())
+        for pid in self.children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + KILL_WAIT
+        while self.children and time.monotonic() < deadline:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                time.sleep(TICK / 5)
+            self.children.pop(pid, None)
 
     def _reap(self) -> None:
         """Collect exited children; schedule replacements unless stopping."""
@@ -134,22 +169,22 @@ class Supervisor:
     def _exited(self, pid: int, code: int) -> None:
         """Record a child's exit and decide whether to replace it."""
         slot, _started = self.children.pop(pid)
-        self._told.pop(pid, None)
+        self._told.discard(pid)
         self.status = max(self.status, abs(code))
         logger.info("qless supervisor: worker process %s exited with %s", pid, code)
         if code == STARTUP_FAILED:
             logger.error("qless supervisor: worker process failed at start-up; stopping")
-            self.signals = max(self.signals, 1)
+            self.stopping = True
             return
         # In burst mode a child that finished (status 0) is not replaced; one that died is,
         # since the queues were not known to be empty.
-        if self.signals or (code == 0 and not self.restart):
+        if self.stopping or (code == 0 and not self.restart):
             return
         self._restarts.append((time.monotonic() + (RESTART_DELAY if code else 0.0), slot))
 
     def _restart_due(self) -> None:
         """Fork the replacements whose time has come (none once stopping)."""
-        if self.signals:
+        if self.stopping:
             self._restarts.clear()
             return
         now = time.monotonic()
@@ -159,6 +194,8 @@ class Supervisor:
             self._spawn(slot)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        """Count the signal; the loop passes it on."""
-        self.signals += 1
-        self._signum = signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM
+        """Note the stop (SIGUSR2 is never counted); the loop passes it on."""
+        self.stopping = True
+        self._signame = signal.Signals(signum).name
+        if signum in GRACEFUL:
+            self.signals += 1

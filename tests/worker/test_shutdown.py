@@ -131,7 +131,7 @@ def test_processes_run_jobs_in_parallel_and_stop_together(
     assert len({entry["worker"] for entry in starts}) == 2
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.output()
-    assert worker.output().count("stopping (signal SIGTERM)") == 2
+    assert worker.output().count("stopping (signal SIGUSR2)") == 2
 
 
 def test_processes_in_burst_mode_exit_when_the_queues_are_empty(
