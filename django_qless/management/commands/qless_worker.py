@@ -13,7 +13,10 @@ from django.utils import autoreload
 
 from ...conf import STRATEGIES
 from ...core import QlessError
+from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
+
+logger = logging.getLogger("django_qless.worker")
 
 
 def positive_int(text: str) -> int:
@@ -93,6 +96,9 @@ class Command(BaseCommand):
                             help="sleep a random time up to this before the first pop")
         parser.add_argument("--reload", action="store_true",
                             help="restart when code changes (development only)")
+        parser.add_argument("--sync-recurring", action="store_true",
+                            help="sync the declared recurring schedules (as qless_recur, "
+                                 "without --prune) before starting; refuse to start on errors")
 
     def handle(
         self,
@@ -111,6 +117,7 @@ class Command(BaseCommand):
         worker_name: str | None,
         startup_delay: float,
         reload: bool,
+        sync_recurring: bool,
         verbosity: int,
         **options: Any,
     ) -> None:
@@ -127,6 +134,8 @@ class Command(BaseCommand):
             )
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
+        if sync_recurring:
+            _sync_recurring()
         if reload:
             if settings.processes > 1:
                 raise CommandError("--reload runs one worker: leave out --processes")
@@ -158,6 +167,19 @@ class Command(BaseCommand):
         # Fail fast in the parent (bad queues, routing, Redis or clock) before forking.
         Worker(settings).check()
         return Supervisor(settings.processes, run_child, restart=not settings.burst).run()
+
+
+def _sync_recurring() -> None:
+    """Write the declared recurring schedules to Redis (no pruning), or refuse to start."""
+    try:
+        report = sync_schedules(prune=False)
+    except (redis.RedisError, QlessError) as exc:
+        raise CommandError(f"cannot sync recurring schedules: {exc}") from exc
+    if not report.ok:
+        raise CommandError("recurring schedules not synced, worker not started: "
+                           + "; ".join(report.errors()))
+    verdict = "synced" if report.applied else "already in sync"
+    logger.info("qless worker: recurring schedules %s: %s", verdict, report.summary())
 
 
 def _configure_logging(verbosity: int) -> None:
