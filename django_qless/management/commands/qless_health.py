@@ -1,0 +1,94 @@
+"""`manage.py qless_health`: exit 0 if the named workers were seen by qless recently, else 1.
+
+A worker is "seen" whenever it pops (even from an empty queue) or renews a job's lease:
+qless then writes the current time as the worker's score in the sorted set `ql:workers`.
+An idle worker pops at least every `--poll-interval`, a busy one renews its lease every
+heartbeat interval, so a score older than both means the worker is stuck (Redis errors,
+a wedged process) or gone. A worker that stopped gracefully removes its own entry.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import redis
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...conf import DEFAULT_ALIAS
+from ...connection import get_client
+from ...core import QlessError
+from .qless_worker import positive_int, positive_seconds
+
+#: Default `--max-age`: above the default poll interval (5 s) and heartbeat interval
+#: (a third of the default 60 s lease), with room for a slow Redis.
+DEFAULT_MAX_AGE = 90.0
+
+
+class Command(BaseCommand):
+    # A probe runs every few seconds: skip the system checks, which the worker already ran.
+    requires_system_checks: list[str] = []
+    help = (
+        "Health probe: exit 0 when every named qless worker popped or renewed a lease "
+        "within --max-age seconds (its last-seen time in ql:workers), else exit 1."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("names", nargs="*", metavar="worker",
+                            help="worker names, as given to qless_worker --worker-name")
+        parser.add_argument("--name-env", metavar="VAR",
+                            help="also check the worker named by this environment variable "
+                                 "(Kubernetes does not expand $(VAR) in exec probes)")
+        parser.add_argument("--processes", type=positive_int, metavar="N",
+                            help="check NAME-0 ... NAME-<N-1>, the names qless_worker "
+                                 "--processes N gives its workers")
+        parser.add_argument("--max-age", type=positive_seconds, default=DEFAULT_MAX_AGE,
+                            metavar="SECONDS", help="oldest acceptable last-seen time "
+                                                    f"(default {DEFAULT_MAX_AGE:g})")
+        parser.add_argument("--connection", default=DEFAULT_ALIAS, metavar="ALIAS",
+                            help="QLESS connection the workers use (default: default)")
+
+    def handle(self, *args: Any, names: list[str], name_env: str | None,
+               processes: int | None, max_age: float, connection: str, **options: Any
+               ) -> None:
+        """Read the workers' last-seen times; report each; fail if one is missing or old."""
+        wanted = _expand(_names(names, name_env), processes)
+        try:
+            client = get_client(connection)
+            scores = client.redis.zmscore("ql:workers", wanted)
+            now = client.now()
+        except (QlessError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        except redis.RedisError as exc:
+            raise CommandError(f"cannot reach Redis: {exc}") from exc
+        problems: list[str] = []
+        for name, seen in zip(wanted, scores, strict=True):
+            if seen is None:
+                problems.append(f"{name}: not in ql:workers (not started yet, stopped, or "
+                                "forgotten)")
+            elif now - seen > max_age:
+                problems.append(f"{name}: last seen {now - seen:.0f}s ago (max {max_age:g}s)")
+            else:
+                self.stdout.write(f"{name}: seen {max(now - seen, 0.0):.1f}s ago")
+        if problems:
+            raise CommandError("unhealthy: " + "; ".join(problems))
+
+
+def _names(names: list[str], name_env: str | None) -> list[str]:
+    """The names given on the command line, plus the one in `name_env`."""
+    found = list(names)
+    if name_env is not None:
+        value = os.environ.get(name_env, "").strip()
+        if not value:
+            raise CommandError(f"--name-env: environment variable {name_env} is not set")
+        found.append(value)
+    if not found:
+        raise CommandError("name at least one worker (or use --name-env)")
+    return list(dict.fromkeys(found))
+
+
+def _expand(names: list[str], processes: int | None) -> list[str]:
+    """With `processes`, each name stands for the names of a supervisor's workers."""
+    if processes is None:
+        return names
+    return [f"{name}-{slot}" for name in names for slot in range(processes)]
