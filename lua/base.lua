@@ -53,6 +53,7 @@ local CHUNK = 1000
 -- jobs, releasing due scheduled jobs from `queues`) touches at most this many
 -- jobs per call, so one call never stalls Redis behind a large backlog.
 local SWEEP = 100
+local SWEEP_TEXT = '100' -- as an argument to redis.call (see the note on numbers below)
 
 local floor = math.floor
 local rcall = redis.call
@@ -147,40 +148,15 @@ local function call_chunked(cmd, key, members)
   end
 end
 
--- UTC midnight of a timestamp: the stats bin.
-local function day_of(now)
-  return now - (now % 86400)
-end
-
 -- Numbers cost more than strings on their way to text. Redis prints every
 -- number argument of redis.call with %.17g and Lua prints a number joined
 -- with `..` with %.14g: both go through glibc's exact float printer (0.2-0.3
 -- us each for a timestamp, as much as a small Redis command; ~15% of a pop's
 -- instructions were spent there). So constants are passed as strings ('0',
 -- not 0), timestamps in key names and history entries are printed with %d
--- (the same text as %.14g for 0 < n < 1e14), and a fractional number passed
--- to several commands as a score or range bound goes through score_text.
-
--- The stats bin of a timestamp as it appears in key names.
-local function day_text(now)
-  local day = day_of(now)
-  if day > 0 and day < 1e14 then
-    return string.format('%d', day)
-  end
-  return tostring(day)
-end
-
--- A number as Redis would print it (%.17g), remembered for the next call with
--- the same number: pop passes `now` to four commands. Only for scores and
--- range bounds (any text of the same double is the same score), never for
--- hash values: Redis >= 7.2 prints numbers in their shortest form there.
-local score_number, score_string
-local function score_text(n)
-  if n ~= score_number then
-    score_number, score_string = n, string.format('%.17g', n)
-  end
-  return score_string
-end
+-- (the same text as %.14g for 0 < n < 1e14; day_text in stats.lua, here in
+-- add_history), and pop prints a score it passes to several commands once
+-- (score_text in pop.lua).
 
 -- Appends the items of `more` to `list`; returns list.
 local function extend(list, more)

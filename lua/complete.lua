@@ -3,10 +3,13 @@
 
 -- Parses complete's arguments after jid; raises before anything is written.
 local function parse_complete(args)
+  -- Every field complete sets is named here, nil ones too: the constructor
+  -- then sizes the table once instead of it growing twice.
   local parsed = {
     worker = need(args[2], 'Complete(): Arg "worker" missing'),
     queue = need(args[3], 'Complete(): Arg "queue" missing'),
     raw = args[4],
+    next = nil, delay = nil, depends = nil, live = nil, cap = nil, max_age = nil, max_count = nil,
   }
   if args[4] == nil or not decode(args[4]) then
     error('Complete(): Arg "data" missing or not JSON: ' .. tostring(args[4]))
@@ -44,7 +47,7 @@ end
 -- newest `jobs-history-count`, oldest first and at most SWEEP per call; a
 -- larger backlog goes away over the following completions.
 function QlessJob.expire_completed(now, max_age, max_count)
-  local old = rcall('zrangebyscore', 'ql:completed', '-inf', now - max_age, 'LIMIT', '0', SWEEP)
+  local old = rcall('zrangebyscore', 'ql:completed', '-inf', now - max_age, 'LIMIT', '0', SWEEP_TEXT)
   forget_completed(old)
   local budget = SWEEP - #old
   if budget > 0 then

@@ -1,5 +1,6 @@
--- failure.lua: fail, retry, unfail, failed, and the failure bookkeeping that
--- lock-expiry exhaustion and re-put share with them.
+-- failure.lua: fail, retry, unfail, failed, the failure bookkeeping that
+-- re-put shares with them, and what pop does with an expired lock (courtesy
+-- notice, retry, exhaustion).
 
 load_module('stats') -- QlessQueue.count_stat
 
@@ -31,6 +32,45 @@ function QlessJob.exhaust(now, jid, queue, cap)
   local message = exhausted_message(queue)
   QlessJob.file_failure(now, jid, queue, { group = group, message = message, when = now, worker = '' })
   return group, message
+end
+
+-- Handles one expired lock: the first time a courtesy notice and a grace
+-- period, the next time a retry is used up. Returns true when the job
+-- should be handed to the popping worker. (pop loads this module only when
+-- a lock has expired.)
+function QlessJob.expire_lock(now, queue, jid, grace, cap)
+  local key = 'ql:j:' .. jid
+  local current = rcall('hmget', key, 'worker', 'grace', 'history')
+  local worker = current[1] or ''
+  rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
+  local notify = tonumber(current[2]) ~= 1
+  local invalidate = not notify
+  if grace <= 0 then
+    notify, invalidate = true, true
+  end
+  if current[3] then
+    QlessJob.migrate_history(jid, current[3])
+  end
+  if notify then
+    if is_tracked(jid) then
+      Qless.publish('stalled', jid)
+    end
+    add_history(jid, now, '"timed-out"', nil, cap)
+    rcall('hset', key, 'grace', 1)
+    Qless.lock_lost(jid, worker)
+    rcall('zadd', 'ql:q:' .. queue .. '-locks', now + grace, jid)
+    QlessQueue.count_stat(queue, now, 'retries', 1)
+  end
+  if not invalidate then
+    return false
+  end
+  rcall('hdel', key, 'grace')
+  if tonumber(rcall('hincrby', key, 'remaining', -1)) >= 0 then
+    return true
+  end
+  local group, message = QlessJob.exhaust(now, jid, queue, cap)
+  Qless.publish('log', encode({ jid = jid, event = 'failed', group = group, worker = worker, message = message }))
+  return false
 end
 
 local function history_cap()

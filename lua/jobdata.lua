@@ -1,11 +1,12 @@
 -- jobdata.lua: reading a job into the job object that get, multiget, peek,
 -- pop and track reply with.
 
--- HMGET of what a job object needs, plus the legacy `history` blob (14) and
--- `time` (15), the put/pop time stats are measured from.
+-- HMGET of what a job object needs, with the legacy `history` blob (11) and
+-- `time` (12), the put/pop time stats are measured from. The three that pop
+-- overwrites come last: pop reads only the first twelve (pop_one in pop.lua).
 function QlessJob.read(jid)
-  return rcall('hmget', 'ql:j:' .. jid, 'jid', 'klass', 'state', 'queue', 'worker', 'priority',
-    'expires', 'retries', 'remaining', 'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time')
+  return rcall('hmget', 'ql:j:' .. jid, 'jid', 'klass', 'queue', 'priority', 'retries', 'remaining',
+    'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time', 'state', 'worker', 'expires')
 end
 
 -- The history as objects {when, what, ...extra}; `blob` is the legacy field
@@ -53,19 +54,19 @@ function QlessJob.object(jid, v, dependencies, newest)
   return {
     jid = v[1],
     klass = v[2],
-    state = v[3],
-    queue = v[4],
-    worker = v[5] or '',
+    state = v[13],
+    queue = v[3],
+    worker = v[14] or '',
     tracked = is_tracked(jid),
-    priority = tonumber(v[6]),
-    expires = tonumber(v[7]) or 0,
-    retries = tonumber(v[8]),
-    remaining = floor(tonumber(v[9]) or 0),
-    data = v[10],
-    tags = decode(v[11] or '{}'),
-    history = QlessJob.read_history(jid, v[14], newest),
-    failure = decode(v[12] or '{}'),
-    spawned_from_jid = v[13],
+    priority = tonumber(v[4]),
+    expires = tonumber(v[15]) or 0,
+    retries = tonumber(v[5]),
+    remaining = floor(tonumber(v[6]) or 0),
+    data = v[7],
+    tags = decode(v[8] or '{}'),
+    history = QlessJob.read_history(jid, v[11], newest),
+    failure = decode(v[9] or '{}'),
+    spawned_from_jid = v[10],
     dependents = sorted_members('ql:j:' .. jid .. '-dependents'),
     dependencies = dependencies or sorted_members('ql:j:' .. jid .. '-dependencies'),
   }

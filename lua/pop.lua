@@ -4,6 +4,19 @@
 -- The `dependencies` of every popped job (read-only, never filled).
 local NONE = {}
 
+-- A number as Redis would print it (%.17g), remembered for the next call with
+-- the same number: pop passes `now` to four commands and `expires` to two
+-- (see the note on numbers in base.lua). Only for scores and range bounds
+-- (any text of the same double is the same score), never for hash values:
+-- Redis >= 7.2 prints numbers in their shortest form there.
+local score_number, score_string
+local function score_text(n)
+  if n ~= score_number then
+    score_number, score_string = n, string.format('%.17g', n)
+  end
+  return score_string
+end
+
 -- Moves up to `count` due scheduled jobs of a queue into its work set.
 function QlessQueue.release_scheduled(queue, now, count)
   if count <= 0 then
@@ -17,45 +30,6 @@ function QlessQueue.release_scheduled(queue, now, count)
     rcall('hset', 'ql:j:' .. jid, 'state', 'waiting')
   end
   call_chunked('zrem', prefix .. '-scheduled', due)
-end
-
--- Handles one expired lock: the first time a courtesy notice and a grace
--- period, the next time a retry is used up. Returns true when the job
--- should be handed to the popping worker.
-local function expire_lock(now, queue, jid, grace, cap)
-  local key = 'ql:j:' .. jid
-  local current = rcall('hmget', key, 'worker', 'grace', 'history')
-  local worker = current[1] or ''
-  rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
-  local notify = tonumber(current[2]) ~= 1
-  local invalidate = not notify
-  if grace <= 0 then
-    notify, invalidate = true, true
-  end
-  if current[3] then
-    QlessJob.migrate_history(jid, current[3])
-  end
-  if notify then
-    if is_tracked(jid) then
-      Qless.publish('stalled', jid)
-    end
-    add_history(jid, now, '"timed-out"', nil, cap)
-    rcall('hset', key, 'grace', 1)
-    Qless.lock_lost(jid, worker)
-    rcall('zadd', 'ql:q:' .. queue .. '-locks', now + grace, jid)
-    QlessQueue.count_stat(queue, now, 'retries', 1)
-  end
-  if not invalidate then
-    return false
-  end
-  rcall('hdel', key, 'grace')
-  if tonumber(rcall('hincrby', key, 'remaining', -1)) >= 0 then
-    return true
-  end
-  load_module('failure')
-  local group, message = QlessJob.exhaust(now, jid, queue, cap)
-  Qless.publish('log', encode({ jid = jid, event = 'failed', group = group, worker = worker, message = message }))
-  return false
 end
 
 -- Jobs whose lock expired (at most `count`); pop acts on them, peek lists them.
@@ -75,41 +49,46 @@ local function candidates(queue, now, count, expired)
     return expired
   end
   local prefix = 'ql:q:' .. queue
-  local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', score_text(now), 'LIMIT', '0', wanted)
-  if #templates > 0 then
-    load_module('recurring')
-    QlessRecurringJob.spawn_due(queue, now, wanted, templates)
+  -- One EXISTS instead of two range queries for a queue with neither
+  -- recurring nor scheduled jobs, the usual case (one call more otherwise).
+  if rcall('exists', prefix .. '-recur', prefix .. '-scheduled') > 0 then
+    local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', score_text(now), 'LIMIT', '0', wanted)
+    if #templates > 0 then
+      load_module('recurring')
+      QlessRecurringJob.spawn_due(queue, now, wanted, templates)
+    end
+    QlessQueue.release_scheduled(queue, now, wanted)
   end
-  QlessQueue.release_scheduled(queue, now, wanted)
   return extend(expired, rcall('zrevrange', prefix .. '-work', '0', wanted - 1))
 end
 
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
 local function pop_one(now, queue, jid, worker, expires, cap)
   local key = 'ql:j:' .. jid
-  local v = QlessJob.read(jid)
+  -- QlessJob.read's fields but the last three (state, worker, expires),
+  -- which pop is about to overwrite.
+  local v = rcall('hmget', key, 'jid', 'klass', 'queue', 'priority', 'retries', 'remaining',
+    'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time')
   if not v[1] then
     return nil
   end
-  if v[14] then
-    QlessJob.migrate_history(jid, v[14])
-    v[14] = false
+  if v[11] then
+    QlessJob.migrate_history(jid, v[11])
+    v[11] = false
   end
   add_history(jid, now, '"popped"', json_pair('worker', worker), cap)
-  -- That entry as read_history would build it (the same table sizes in the
-  -- same order, so the same key order in the JSON), unless its time is out
-  -- of the range where add_history printed it exactly.
+  -- That entry as read_history would build it, with the same key order in the
+  -- JSON (checked by test_hardening.py), unless its time is out of the range
+  -- where add_history printed it exactly.
   local newest
   if now >= 0 and now < 1e14 then
-    newest = { worker = worker }
-    newest.when = floor(now)
-    newest.what = 'popped'
+    newest = { worker = worker, when = floor(now), what = 'popped' }
   end
-  QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[15]) or now))
+  QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[12]) or now))
   rcall('hmset', key, 'time', string.format('%.20f', now), 'worker', worker, 'expires', expires, 'state', 'running')
   rcall('zadd', 'ql:w:' .. worker .. ':jobs', score_text(expires), jid)
   rcall('zadd', 'ql:q:' .. queue .. '-locks', score_text(expires), jid)
-  v[3], v[5], v[7] = 'running', worker, expires
+  v[13], v[14], v[15] = 'running', worker, expires
   -- A job that can run has no dependencies left: no need to read them.
   local object = QlessJob.object(jid, v, NONE, newest)
   if object.tracked then
@@ -141,10 +120,14 @@ function QlessQueue.pop(now, queue, worker, count)
   end
   rcall('zadd', 'ql:workers', score_text(now), worker)
   count = allowed(queue, now, count, finite(config[3]) or 0)
+  local expired = expired_locks(queue, now, count)
   local jids = {}
-  for _, jid in ipairs(expired_locks(queue, now, count)) do
-    if expire_lock(now, queue, jid, grace, cap) then
-      jids[#jids + 1] = jid
+  if #expired > 0 then
+    load_module('failure')
+    for _, jid in ipairs(expired) do
+      if QlessJob.expire_lock(now, queue, jid, grace, cap) then
+        jids[#jids + 1] = jid
+      end
     end
   end
   jids = candidates(queue, now, count, jids)

@@ -20,12 +20,15 @@ end
 -- Parses put's arguments; raises before anything is written.
 function QlessQueue.parse_put(args)
   local a = put_positionals(args)
+  -- Every field put sets is named here, nil ones too: the constructor then
+  -- sizes the table once instead of it growing.
   local p = {
     worker = a[1] or '',
     queue = need(a[2], 'Put(): Arg "queue" missing'),
     jid = need(a[3], 'Put(): Arg "jid" missing'),
     klass = need(a[4], 'Put(): Arg "klass" missing'),
     raw = a[5],
+    delay = nil, retries = nil, priority = nil, tags = nil, depends = nil, live = nil,
   }
   if a[5] == nil or not decode(a[5]) then
     error('Put(): Arg "data" missing or not JSON: ' .. tostring(a[5]))
@@ -159,29 +162,29 @@ function QlessQueue.put(now, p)
     QlessJob.add_dependencies(jid, p.live)
   end
   place(now, p, existed)
-  rcall('zadd', 'ql:queues', 'NX', now, p.queue)
+  -- The queue is usually known already: ZRANK (no number to print) is cheaper
+  -- than ZADD NX, whose score Redis would print and parse on every put.
+  if not rcall('zrank', 'ql:queues', p.queue) then
+    rcall('zadd', 'ql:queues', 'NX', now, p.queue)
+  end
   if is_tracked(jid) then
     Qless.publish('put', jid)
   end
   return jid
 end
 
---[[ requeue(same arguments as put) -> jid
-  Errors: Requeue(): Arg "jid" missing | Job <jid> does not exist, then put's errors.
-]]
-function QlessQueue.requeue(now, args)
-  local a = put_positionals(args)
-  local jid = need(a[3], 'Requeue(): Arg "jid" missing')
-  if rcall('exists', 'ql:j:' .. jid) == 0 then
-    error('Requeue(): Job ' .. jid .. ' does not exist')
-  end
-  return QlessQueue.put(now, QlessQueue.parse_put(args))
-end
 
 QlessAPI['put'] = function(now, a)
   return QlessQueue.put(now, QlessQueue.parse_put(a))
 end
 
+--[[ requeue(same arguments as put) -> jid
+  Errors: Requeue(): Arg "jid" missing | Job <jid> does not exist, then put's errors.
+]]
 QlessAPI['requeue'] = function(now, a)
-  return QlessQueue.requeue(now, a)
+  local jid = need(put_positionals(a)[3], 'Requeue(): Arg "jid" missing')
+  if rcall('exists', 'ql:j:' .. jid) == 0 then
+    error('Requeue(): Job ' .. jid .. ' does not exist')
+  end
+  return QlessQueue.put(now, QlessQueue.parse_put(a))
 end

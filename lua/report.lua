@@ -37,7 +37,7 @@ end
 QlessAPI['stats'] = function(_, a)
   local queue = need(a[1], 'Stats(): Arg "queue" missing')
   local date = need_number(a[2], 'Stats(): Arg "date" missing or not a number: ')
-  local day = day_of(date)
+  local day = date - (date % 86400)
   local fields = histogram_fields()
   local counters = rcall('hmget', 'ql:s:stats:' .. day .. ':' .. queue, 'retries', 'failed', 'failures')
   return encode({

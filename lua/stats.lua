@@ -2,6 +2,16 @@
 -- (`ql:s:wait|run:<day>:<queue>`) and the failure counters
 -- (`ql:s:stats:<day>:<queue>`). The stats command is in report.lua.
 
+-- The stats bin of a timestamp (UTC midnight) as it appears in key names:
+-- %d gives the same text as Lua's %.14g for 0 < day < 1e14, more cheaply.
+local function day_text(now)
+  local day = now - (now % 86400)
+  if day > 0 and day < 1e14 then
+    return string.format('%d', day)
+  end
+  return tostring(day)
+end
+
 -- The histogram field a duration (seconds) is counted in.
 local function bucket(seconds)
   seconds = floor(seconds)

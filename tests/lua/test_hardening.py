@@ -436,3 +436,28 @@ def test_exhausted_retry_counts_in_the_queue_argument(lua, redis_client):
     assert redis_client.hgetall(f"ql:s:stats:{day}:qb") == {"failures": "1", "failed": "1"}
     assert not redis_client.exists(f"ql:s:stats:{day}:qa")
     assert get(lua, "j")["failure"]["group"] == "failed-retries-qb"
+
+
+# --- pop builds its reply from values in hand: the same bytes as `get` ------------------------
+
+
+def popped_text(lua: Any, now: float, queue: str = "q", worker: str = "w1") -> str:
+    """The raw JSON text of the one job object a pop of 1 replies with."""
+    reply = lua("pop", now, queue, worker, 1)
+    assert reply.startswith("[{") and reply.endswith("}]")
+    return str(reply[1:-1])
+
+
+def test_pop_reply_is_byte_identical_to_get(lua, redis_client):
+    put(lua, T0, "plain")
+    assert popped_text(lua, T0 + 1) == lua("get", T0 + 1, "plain")
+    put(lua, T0, "rich", priority=3, tags=["b", "a"], retries=2)
+    lua("track", T0, "track", "rich")
+    lua("log", T0, "rich", "note", '{"k": [1, {"x": "y"}]}')
+    put(lua, T0, "child", depends=["rich"])
+    assert popped_text(lua, T0 + 2) == lua("get", T0 + 2, "rich")
+    lua("retry", T0 + 3, "rich", "q", "w1", 0, "g", "m")  # history: put, log, popped, ...
+    assert popped_text(lua, T0 + 4.5) == lua("get", T0 + 4.5, "rich")
+    redis_client.hset("ql:j:plain", "history", json.dumps([{"q": "q", "put": T0 - 9}]))
+    lua("retry", T0 + 5, "plain", "q", "w1")
+    assert popped_text(lua, T0 + 6) == lua("get", T0 + 6, "plain")
