@@ -1,0 +1,166 @@
+"""The complete-and-pop round trip: replies in order, errors in place, a clean connection."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.connection import Connection
+
+from django_qless.core import Client, Job, LockLostError
+from django_qless.worker.pipeline import ScriptMissing, call_many, pack
+from tests.redis_harness import RedisServer
+from tests.support import FakeClock
+
+
+@pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
+def client(request: pytest.FixtureRequest, redis_server: RedisServer,
+           redis_client: redis.Redis) -> Iterator[Client]:
+    """A client named `w1` on a fixed clock, with and without decode_responses."""
+    connection = redis_server.client(decode_responses=request.param)
+    yield Client(connection, clock=FakeClock(), worker_name="w1")
+    connection.close()
+
+
+def popped(client: Client, *payloads: dict[str, Any]) -> Job:
+    """Put jobs into `q` and pop the first one as `w1`."""
+    queue = client.queue("q")
+    for rank, payload in enumerate(payloads):
+        queue.put("k", payload, priority=-rank)  # pops in the order given
+    [job] = queue.pop()
+    return job
+
+
+def complete_and_pop(job: Job) -> list[tuple[str, list[Any]]]:
+    """The calls the worker sends after a job succeeded."""
+    return [("complete", [job.jid, "w1", "q", job.raw_data]), ("pop", ["q", "w1", 1])]
+
+
+def in_step(client: Client) -> bool:
+    """True when the pooled connection answers the next command with its own reply."""
+    return client.redis.echo("in step") in ("in step", b"in step")
+
+
+def test_completes_and_pops_in_one_round_trip(client: Client) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    completed, reply = call_many(client, complete_and_pop(job))
+    assert completed == "complete"
+    [following] = client.jobs_from_json(reply)
+    assert (following.data, following.state, following.worker) == ({"n": 2}, "running", "w1")
+    assert client.get_job(job.jid).state == "complete"  # type: ignore[union-attr]
+    assert in_step(client)
+
+
+def test_text_and_numbers_are_packed_as_redis_py_packs_them() -> None:
+    sha = "0123456789abcdef" * 2 + "01234567"
+    args: list[Any] = ["jid", "caf\u00e9 \u2713", b"\x00raw", 3, 2.5, -1e-7]
+    expected = b"".join(Connection().pack_command(  # type: ignore[no-untyped-call]
+        "EVALSHA", sha, 0, "complete", 1700000000.25, *args
+    ))
+    assert pack(sha, 1700000000.25, [("complete", args)]) == expected
+    assert pack(sha, 1.0, [("a", []), ("b", [1])]) == b"".join(
+        b"".join(Connection().pack_command("EVALSHA", sha, 0, name, 1.0, *rest))  # type: ignore[no-untyped-call]
+        for name, rest in (("a", []), ("b", [1]))
+    )
+
+
+def test_booleans_are_refused_before_anything_is_sent(client: Client) -> None:
+    job = popped(client, {})
+    with pytest.raises(redis.DataError):
+        call_many(client, [("pop", ["q", "w1", True])])
+    assert client.get_job(job.jid).state == "running"  # type: ignore[union-attr]
+    assert in_step(client)
+
+
+def test_non_ascii_data_survives_the_round_trip(client: Client) -> None:
+    job = popped(client, {"s": "caf\u00e9 \u2713"})
+    completed, _ = call_many(client, complete_and_pop(job))
+    assert completed == "complete"
+    assert client.get_job(job.jid).data == {"s": "caf\u00e9 \u2713"}  # type: ignore[union-attr]
+
+
+def test_a_script_error_is_returned_in_place_and_the_pop_still_read(client: Client) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    client.timeout(job.jid)  # the lock is gone: complete is refused
+    completed, reply = call_many(client, complete_and_pop(job))
+    assert isinstance(completed, LockLostError)
+    assert [j.data for j in client.jobs_from_json(reply)] == [{"n": 1}]  # timed out: first again
+    assert in_step(client)
+
+
+def test_noscript_after_a_flush_is_script_missing_and_nothing_ran(client: Client) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    client.redis.script_flush()
+    with pytest.raises(ScriptMissing):
+        call_many(client, complete_and_pop(job))
+    assert in_step(client)
+    assert client.get_job(job.jid).state == "running"  # type: ignore[union-attr]
+    assert client.queue("q").length() == 2  # nothing popped either
+    assert job.complete() == "complete"  # a plain call loads the script again
+
+
+def test_a_refusal_by_redis_is_raised_after_both_replies_are_read(
+    client: Client, redis_client: redis.Redis, redis_server: RedisServer
+) -> None:
+    job = popped(client, {})
+    redis_client.acl_setuser("noscripts", enabled=True, nopass=True, keys=["*"],
+                             channels=["*"], commands=["+@all", "-evalsha"])
+    limited = Client(redis_server.client(username="noscripts", password="any"),
+                     clock=FakeClock(), worker_name="w1")
+    try:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            call_many(limited, complete_and_pop(job))
+        assert in_step(limited)
+    finally:
+        limited.redis.close()
+        redis_client.acl_deluser("noscripts")
+    assert client.get_job(job.jid).state == "running"  # type: ignore[union-attr]
+
+
+def test_a_timeout_mid_round_trip_drops_the_connection(
+    client: Client, redis_client: redis.Redis, redis_server: RedisServer
+) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    impatient = Client(redis_server.client(socket_timeout=0.05), clock=FakeClock(),
+                       worker_name="w1")
+    assert in_step(impatient)  # connected before the pause
+    redis_client.execute_command("CLIENT", "PAUSE", 300, "ALL")
+    try:
+        with pytest.raises(redis.TimeoutError):
+            call_many(impatient, complete_and_pop(job))
+        pool = impatient.redis.connection_pool
+        assert not pool._in_use_connections  # released...
+        assert all(c._sock is None for c in pool._available_connections)  # ...but closed
+        time.sleep(0.3)  # the pause is over
+        assert in_step(impatient)  # a new connection answers
+    finally:
+        redis_client.execute_command("CLIENT", "UNPAUSE")
+        impatient.redis.close()
+    # Redis drops a closed client's paused commands; they were not sent again either.
+    assert client.get_job(job.jid).state == "running"  # type: ignore[union-attr]
+    assert client.queue("q").jobs("running") == [job.jid]  # and the next one is not popped
+
+
+def test_an_interruption_between_two_replies_drops_the_connection(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    pool = client.redis.connection_pool
+    connection = pool.get_connection()
+    pool.release(connection)
+    read = connection.read_response
+
+    def read_then_interrupt(*args: Any, **kwargs: Any) -> Any:
+        read(*args, **kwargs)
+        raise KeyboardInterrupt  # after the first reply, outside redis-py's own handler
+
+    monkeypatch.setattr(connection, "read_response", read_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        call_many(client, complete_and_pop(job))
+    monkeypatch.undo()
+    assert connection._sock is None  # the pop's reply was still owed: not reused
+    assert connection in pool._available_connections
+    assert in_step(client)
