@@ -35,9 +35,8 @@ class Job:
         # qless stores data as a JSON string; keep it verbatim so nothing is lost in transit.
         self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)
         self.tags: tuple[str, ...] = tuple(str(t) for t in as_list(obj.get("tags")))
-        self.history: tuple[HistoryEntry, ...] = tuple(
-            HistoryEntry.from_json(entry) for entry in as_list(obj.get("history"))
-        )
+        # Parsed on first read: the worker pops jobs by the thousand and never reads it.
+        self._history: Any = obj.get("history")
         self.failure: Failure | None = Failure.from_json(obj.get("failure"))
         spawned = obj.get("spawned_from_jid")
         self.spawned_from_jid: str | None = str(spawned) if spawned else None
@@ -51,6 +50,11 @@ class Job:
     def data(self) -> dict[str, Any]:
         """The job data as a dict; raises `JobDataError` if what is stored is not a JSON object."""
         return check.decode_object(self.raw_data)
+
+    @functools.cached_property
+    def history(self) -> tuple[HistoryEntry, ...]:
+        """The job's events, oldest first."""
+        return tuple(HistoryEntry.from_json(entry) for entry in as_list(self._history))
 
     @property
     def queue(self) -> Queue:
