@@ -1,7 +1,8 @@
 """Structured logging of the job and worker signals on the `django_qless` logger.
 
 Every record carries its fields in `extra` (jid, queue, klass, worker, ...), so a JSON
-formatter picks them up; configure handlers in LOGGING, the library installs none.
+formatter picks them up; configure handlers in LOGGING, the library installs none. Each
+receiver returns at once when its level is disabled: they run twice per job in the worker.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def _extra(kwargs: dict[str, Any]) -> dict[str, Any]:
 @receiver(signals.job_enqueued, dispatch_uid="django_qless.log_job_enqueued")
 def log_job_enqueued(sender: object, **kwargs: Any) -> None:
     """Log an enqueue at INFO."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     logger.info("qless job %s enqueued in %s", kwargs.get("jid"), kwargs.get("queue"),
                 extra=_extra(kwargs))
 
@@ -33,12 +36,16 @@ def log_job_enqueued(sender: object, **kwargs: Any) -> None:
 @receiver(signals.job_started, dispatch_uid="django_qless.log_job_started")
 def log_job_started(sender: object, **kwargs: Any) -> None:
     """Log the start of a job at DEBUG (completion and failure are logged at INFO/ERROR)."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
     logger.debug("qless job %s started", kwargs.get("jid"), extra=_extra(kwargs))
 
 
 @receiver(signals.job_completed, dispatch_uid="django_qless.log_job_completed")
 def log_job_completed(sender: object, **kwargs: Any) -> None:
     """Log a completed job at INFO."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     logger.info("qless job %s completed in %.3fs", kwargs.get("jid"),
                 kwargs.get("duration") or 0.0, extra=_extra(kwargs))
 
@@ -46,6 +53,8 @@ def log_job_completed(sender: object, **kwargs: Any) -> None:
 @receiver(signals.job_failed, dispatch_uid="django_qless.log_job_failed")
 def log_job_failed(sender: object, **kwargs: Any) -> None:
     """Log a failed job with its traceback at ERROR."""
+    if not logger.isEnabledFor(logging.ERROR):
+        return
     logger.exception("qless job %s failed (%s)", kwargs.get("jid"), kwargs.get("group"),
                      exc_info=kwargs.get("exception"), extra=_extra(kwargs))
 
@@ -53,6 +62,8 @@ def log_job_failed(sender: object, **kwargs: Any) -> None:
 @receiver(signals.job_retried, dispatch_uid="django_qless.log_job_retried")
 def log_job_retried(sender: object, **kwargs: Any) -> None:
     """Log a retry at WARNING, with the exception that caused it."""
+    if not logger.isEnabledFor(logging.WARNING):
+        return
     logger.warning("qless job %s retried in %ss", kwargs.get("jid"), kwargs.get("delay"),
                    exc_info=kwargs.get("exception"), extra=_extra(kwargs))
 
@@ -60,12 +71,16 @@ def log_job_retried(sender: object, **kwargs: Any) -> None:
 @receiver(signals.job_lock_lost, dispatch_uid="django_qless.log_job_lock_lost")
 def log_job_lock_lost(sender: object, **kwargs: Any) -> None:
     """Log a lost lease at WARNING: another worker may now be running the job."""
+    if not logger.isEnabledFor(logging.WARNING):
+        return
     logger.warning("qless job %s lost its lock", kwargs.get("jid"), extra=_extra(kwargs))
 
 
 @receiver(signals.worker_started, dispatch_uid="django_qless.log_worker_started")
 def log_worker_started(sender: object, **kwargs: Any) -> None:
     """Log a worker start at INFO."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     logger.info("qless worker %s started on %s", kwargs.get("worker"),
                 ", ".join(kwargs.get("queues") or ()), extra=_extra(kwargs))
 
@@ -73,4 +88,6 @@ def log_worker_started(sender: object, **kwargs: Any) -> None:
 @receiver(signals.worker_stopped, dispatch_uid="django_qless.log_worker_stopped")
 def log_worker_stopped(sender: object, **kwargs: Any) -> None:
     """Log a worker stop at INFO."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     logger.info("qless worker %s stopped", kwargs.get("worker"), extra=_extra(kwargs))
