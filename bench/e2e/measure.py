@@ -25,6 +25,9 @@ COUNT, FIRST, LAST, LATENCY = "bench:count", "bench:first", "bench:last", "bench
 POLL = 0.02
 #: Give up when the job count has not moved for this long.
 STALL = 60.0
+#: ...or when a scenario runs slower than this many jobs/s overall (a worker stuck in an
+#: error loop still moves the count now and then). The slowest system here does ~100/s.
+FLOOR_RATE = 20.0
 
 
 class BenchError(RuntimeError):
@@ -161,11 +164,16 @@ class Bench:
     def wait_count(self, target: int, worker: Reaped, *, exits: bool = False) -> None:
         """Poll until `target` jobs ran; fail on a stall or a worker that died early."""
         seen, moved = -1, time.monotonic()
+        allowed = STALL + target / FLOOR_RATE
+        deadline = moved + allowed
         while (done := self.count()) < target:
             if done != seen:
                 seen, moved = done, time.monotonic()
             elif time.monotonic() - moved > STALL:
                 raise BenchError(f"stalled at {done}/{target} jobs")
+            if time.monotonic() > deadline:
+                raise BenchError(f"only {done}/{target} jobs in {allowed:.0f}s; "
+                                 f"see {self.logs}")
             if not worker.alive() and (not exits or self.count() < target):
                 raise BenchError(f"worker exited ({worker.popen.returncode}) at {done}/{target} "
                                  f"jobs; see {self.logs}")
