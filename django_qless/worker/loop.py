@@ -25,7 +25,7 @@ from .memory import rss_mb
 from .monitor import Monitor
 from .options import WorkerOptions
 from .order import QueueOrder
-from .pipeline import ScriptMissing, call_many
+from .pipeline import RoundTrips, ScriptMissing
 from .runner import JobRunner
 from .shutdown import SignalHandlers
 from .state import StopState
@@ -69,6 +69,7 @@ class Worker:
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, self.name)
         self.runner.complete = self._complete_and_pop
+        self.trips = RoundTrips(self.client)
         self.handlers = SignalHandlers(self.stop, self.name)
         #: A job popped in the same round trip as the previous job's completion.
         self._next: Job | None = None
@@ -127,6 +128,7 @@ class Worker:
     def shutdown(self) -> None:
         """Stop the monitor, deregister, restore signal handlers, close DB connections."""
         logger.info("qless worker %s: stopping (%s)", self.name, self.stop.reason or "error")
+        self.trips.release()
         self._give_back_next()
         self.monitor.halt()
         self.waker.close()
@@ -162,6 +164,7 @@ class Worker:
             if ran:
                 self._check_limits()
                 continue
+            self.trips.release()
             if self.options.burst:
                 self.stop.request("queues empty (burst)")
             elif not self.waker.listen():
@@ -173,6 +176,7 @@ class Worker:
         """Complete `job` and, in the same round trip, pop the next one from the first queue."""
         self._check_limits(running=1)
         if self.stop.requested:
+            self.trips.release()
             job.complete()
             return
         queue = self.order.round()[0]
@@ -181,8 +185,9 @@ class Worker:
             ("pop", [queue.name, self.name, 1]),
         ]
         try:
-            completed, popped = call_many(self.client, calls)
+            completed, popped = self.trips.call_many(calls)
         except ScriptMissing:
+            self.trips.release()
             job.complete()  # loads the script again; the next round pops as usual
             return
         if isinstance(popped, Exception):
@@ -192,6 +197,9 @@ class Worker:
             if jobs:
                 self._next = jobs[0]
                 self.order.served(queue)
+        if self._next is None:
+            # No job in hand: the worker pops the plain way next, maybe after a sleep.
+            self.trips.release()
         if isinstance(completed, Exception):
             raise completed
         job.state = str(completed)
@@ -235,7 +243,8 @@ class Worker:
             self._pause(random.uniform(0, self.options.startup_delay))  # noqa: S311
 
     def _pause(self, seconds: float) -> None:
-        """Sleep, waking early on a stop request."""
+        """Sleep, waking early on a stop request; the kept connection goes back to the pool."""
+        self.trips.release()
         deadline = time.monotonic() + seconds
         while not self.stop.requested and (left := deadline - time.monotonic()) > 0:
             time.sleep(min(left, SLICE))

@@ -1,15 +1,20 @@
 """Several qless commands in one round trip: the worker completes a job and pops the next.
 
 The commands are EVALSHA of the client's script, packed as RESP here and written on one
-connection checked out of the client's pool; the replies are read back in order. This is
-what a non-transactional redis-py pipeline does, minus its per-command machinery, which
-costs more CPU than the worker's whole job loop. Script errors are translated as
-`Client.call` would, but returned in place, so each command's outcome is handled on its
-own and the connection stays in step with Redis. NOSCRIPT (after a Redis restart or
-SCRIPT FLUSH) is raised as `ScriptMissing`: the caller then falls back to plain calls,
-which load the script again. A connection error, or anything that interrupts the
-exchange, drops the connection (Redis may still owe replies on it) and is raised; nothing
-is retried, since a repeated `complete` or `pop` is not the same as the first.
+connection of the client's pool; the replies are read back in order. This is what a
+non-transactional redis-py pipeline does, minus its per-command machinery, which costs
+more CPU than the worker's whole job loop. Script errors are translated as `Client.call`
+would, but returned in place, so each command's outcome is handled on its own and the
+connection stays in step with Redis. NOSCRIPT (after a Redis restart or SCRIPT FLUSH) is
+raised as `ScriptMissing`: the caller then falls back to plain calls, which load the
+script again. A connection error, or anything that interrupts the exchange, drops the
+connection (Redis may still owe replies on it) and is raised; nothing is retried, since
+a repeated `complete` or `pop` is not the same as the first.
+
+`RoundTrips` keeps its connection between round trips (checking a connection out of the
+pool costs about as much as packing and parsing together); before each reuse it makes
+the same check the pool makes at checkout (no unread data, not closed by the server).
+The worker gives it back to the pool whenever it goes idle and at shutdown.
 """
 
 from __future__ import annotations
@@ -18,20 +23,89 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis
+from redis.connection import Connection
 
 from ..core import Client
 from ..core.script import is_script_error, translate
+
+Calls = Sequence[tuple[str, Sequence[Any]]]
 
 
 class ScriptMissing(Exception):  # noqa: N818 - a signal to fall back, not an error
     """Redis does not have the script: nothing in the batch ran."""
 
 
-def call_many(client: Client, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
-    """Run `(command, args)` pairs in one round trip; script errors are returned in place."""
-    packed = pack(client.script.sha, client.now(), calls)
-    replies = exchange(client.redis.connection_pool, packed, len(calls))
-    results: list[Any] = []
+class RoundTrips:
+    """Batches of script calls for one thread, on a connection kept until `release()`."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.pool = client.redis.connection_pool
+        self._connection: Connection | None = None
+
+    def call_many(self, calls: Calls) -> list[Any]:
+        """Run `(command, args)` pairs in one round trip; script errors are returned in place."""
+        packed = pack(self.client.script.sha, self.client.now(), calls)
+        return results(calls, self._exchange(packed, len(calls)))
+
+    @property
+    def holding(self) -> bool:
+        """True while a connection is checked out of the pool."""
+        return self._connection is not None
+
+    def release(self) -> None:
+        """Give the connection back to the pool (the next round trip checks one out again)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self.pool.release(connection)
+
+    def _exchange(self, packed: bytes, count: int) -> list[Any]:
+        """Send `packed` and read `count` replies (error replies kept in place)."""
+        connection = self._checkout()
+        try:
+            connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
+            replies: list[Any] = []
+            for _ in range(count):
+                try:
+                    replies.append(connection.read_response())
+                except redis.ResponseError as exc:
+                    # An error reply: the connection is still in step, read on.
+                    replies.append(exc)
+        except BaseException:
+            # Replies may still be in flight; a connection with unread data must not be reused.
+            connection.disconnect()  # type: ignore[no-untyped-call]
+            self.release()
+            raise
+        return replies
+
+    def _checkout(self) -> Connection:
+        """The kept connection if it is still clean, else one from the pool."""
+        connection = self._connection
+        if connection is None:
+            connection = self._connection = self.pool.get_connection()
+            return connection
+        try:
+            # Unread data or EOF: the server closed it, or something is out of step.
+            dirty = connection.can_read()
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            dirty = True
+        if dirty:
+            connection.disconnect()  # type: ignore[no-untyped-call]  # reconnects on send
+        return connection
+
+
+def call_many(client: Client, calls: Calls) -> list[Any]:
+    """One round trip on a connection checked out for it alone."""
+    trips = RoundTrips(client)
+    try:
+        return trips.call_many(calls)
+    finally:
+        trips.release()
+
+
+def results(calls: Calls, replies: list[Any]) -> list[Any]:
+    """Decode replies; script errors become `ScriptError`s in place, others are raised."""
+    out: list[Any] = []
     for (command, _), reply in zip(calls, replies, strict=True):
         if isinstance(reply, redis.exceptions.NoScriptError):
             raise ScriptMissing(str(reply))
@@ -41,39 +115,22 @@ def call_many(client: Client, calls: Sequence[tuple[str, Sequence[Any]]]) -> lis
             raise reply
         elif isinstance(reply, bytes):
             reply = reply.decode("utf-8")
-        results.append(reply)
-    return results
+        out.append(reply)
+    return out
 
 
-def exchange(pool: redis.ConnectionPool, packed: bytes, count: int) -> list[Any]:
-    """Send `packed` on a pooled connection and read `count` replies (errors kept in place)."""
-    connection = pool.get_connection()
-    try:
-        connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
-        replies: list[Any] = []
-        for _ in range(count):
-            try:
-                replies.append(connection.read_response())
-            except redis.ResponseError as exc:
-                # An error reply: the connection is still in step, read on.
-                replies.append(exc)
-    except BaseException:
-        # Replies may still be in flight; a connection with unread data must not be reused.
-        connection.disconnect()  # type: ignore[no-untyped-call]
-        raise
-    finally:
-        pool.release(connection)
-    return replies
+_HEADS: dict[str, bytes] = {}
 
 
-def pack(sha: str, now: float, calls: Sequence[tuple[str, Sequence[Any]]]) -> bytes:
+def pack(sha: str, now: float, calls: Calls) -> bytes:
     """The RESP bytes of one `EVALSHA sha 0 command now *args` per call."""
-    head = b"$7\r\nEVALSHA\r\n" + _bulk(sha.encode()) + b"$1\r\n0\r\n"
-    stamp = _bulk(_arg(now))
+    head = _HEADS.get(sha)
+    if head is None:
+        head = _HEADS[sha] = b"$7\r\nEVALSHA\r\n" + _bulk(sha.encode()) + b"$1\r\n0\r\n"
+    stamp = _bulk(repr(float(now)).encode())
     parts: list[bytes] = []
     for command, args in calls:
-        parts.append(b"*%d\r\n" % (len(args) + 5))
-        parts += (head, _bulk(command.encode()), stamp)
+        parts.append(b"*%d\r\n%s%s%s" % (len(args) + 5, head, _bulk(command.encode()), stamp))
         parts += [_bulk(_arg(value)) for value in args]
     return b"".join(parts)
 
@@ -85,10 +142,15 @@ def _bulk(value: bytes) -> bytes:
 
 def _arg(value: Any) -> bytes:
     """A command argument as redis-py's encoder writes it (numbers by `repr`)."""
+    kind = type(value)
+    if kind is str:
+        return value.encode()  # type: ignore[no-any-return]
+    if kind is int or kind is float:
+        return repr(value).encode()
+    if isinstance(value, bytes | memoryview):
+        return bytes(value)
     if isinstance(value, str):
         return value.encode()
-    if isinstance(value, bytes):
-        return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return repr(value).encode()
-    raise redis.DataError(f"invalid argument type {type(value).__name__} for a script call")
+    raise redis.DataError(f"invalid argument type {kind.__name__} for a script call")

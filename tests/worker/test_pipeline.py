@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,9 +11,11 @@ import redis
 from redis.connection import Connection
 
 from django_qless.core import Client, Job, LockLostError
-from django_qless.worker.pipeline import ScriptMissing, call_many, pack
+from django_qless.worker.pipeline import RoundTrips, ScriptMissing, call_many, pack
 from tests.redis_harness import RedisServer
 from tests.support import FakeClock
+
+from .conftest import job_state
 
 
 @pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
@@ -164,3 +166,75 @@ def test_an_interruption_between_two_replies_drops_the_connection(
     assert connection._sock is None  # the pop's reply was still owed: not reused
     assert connection in pool._available_connections
     assert in_step(client)
+
+
+def test_round_trips_keep_their_connection_until_released(client: Client) -> None:
+    first = popped(client, {"n": 1}, {"n": 2}, {"n": 3})
+    pool = client.redis.connection_pool
+    trips = RoundTrips(client)
+    _, reply = trips.call_many(complete_and_pop(first))
+    kept = trips._connection
+    assert kept is not None and kept in pool._in_use_connections
+    [second] = client.jobs_from_json(reply)
+    assert trips.call_many(complete_and_pop(second))[0] == "complete"
+    assert trips._connection is kept
+    trips.release()
+    assert not trips.holding and kept in pool._available_connections
+
+
+def test_a_kept_connection_closed_by_the_server_is_replaced(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    first = popped(client, {"n": 1}, {"n": 2}, {"n": 3})
+    trips = RoundTrips(client)
+    [second] = client.jobs_from_json(trips.call_many(complete_and_pop(first))[1])
+    redis_client.client_kill_filter(_type="normal", skipme=True)
+    completed, reply = trips.call_many(complete_and_pop(second))
+    assert completed == "complete"
+    assert [j.data for j in client.jobs_from_json(reply)] == [{"n": 3}]
+    trips.release()
+
+
+def test_a_kept_connection_with_unread_data_is_not_reused(client: Client) -> None:
+    first = popped(client, {"n": 1}, {"n": 2}, {"n": 3})
+    trips = RoundTrips(client)
+    [second] = client.jobs_from_json(trips.call_many(complete_and_pop(first))[1])
+    assert trips._connection is not None
+    trips._connection.send_command("ECHO", "stale")  # type: ignore[no-untyped-call]
+    time.sleep(0.05)  # the stale reply is in the socket
+    completed, reply = trips.call_many(complete_and_pop(second))
+    assert completed == "complete"
+    assert [j.data for j in client.jobs_from_json(reply)] == [{"n": 3}]
+    trips.release()
+    assert in_step(client)
+
+
+def test_an_error_gives_the_kept_connection_back_closed(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    trips = RoundTrips(client)
+    trips.call_many([("pop", ["q", "w1", 0])])
+    kept = trips._connection
+    assert kept is not None
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise redis.ConnectionError("gone")
+
+    monkeypatch.setattr(kept, "read_response", gone)
+    with pytest.raises(redis.ConnectionError):
+        trips.call_many(complete_and_pop(job))
+    monkeypatch.undo()
+    assert not trips.holding
+    assert kept._sock is None and kept in client.redis.connection_pool._available_connections
+
+
+def test_the_worker_gives_its_connection_back_when_the_queue_runs_dry(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Any]
+) -> None:
+    jids = [put("worker.noop"), put("worker.noop"), put("worker.fail"), put("worker.noop"),
+            put("worker.noop")]
+    worker = run_worker("q")
+    assert [job_state(qless, jid) for jid in jids] == ["complete"] * 2 + ["failed"] + [
+        "complete"] * 2
+    assert worker.jobs_run == 5 and not worker.trips.holding
