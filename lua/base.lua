@@ -13,16 +13,17 @@ local QlessWorker = {}
 local QlessAPI = {}
 
 -- Lazy modules. The chunk's top level runs again on every EVALSHA, and in
--- Redis' Lua every closure or table made costs 0.1-0.8 us (closures more,
--- the more upvalues they capture): defining every function up front would
--- cost more than a whole put. So build.py wraps the module files (every file
--- but this one and api.lua) in one function, `run_module(name)`, one branch
--- per file: a module's functions exist only once a command loaded it.
--- api.lua lists the modules each command always needs; code that needs
--- another module only on some path calls load_module(name) right there.
--- Reading a function of a module nobody loaded loads all of them (slower,
--- never wrong): a forgotten load_module costs time, not correctness.
-local MODULE_NAMES, run_module -- assigned by the build, right after this file
+-- Redis' Lua every closure, table or captured local made costs 0.05-0.8 us:
+-- defining every function up front would cost more than a whole put. So
+-- build.py wraps the module files (every file but this one and api.lua) in
+-- one function, `run_module(name)`, one branch per file: a module's
+-- functions exist only once a command loaded it. api.lua loads the modules
+-- each command always needs; code that needs another module only on some
+-- path calls load_module(name) right there. There is no fallback (a
+-- metatable loading everything on a miss cost ~1% of every call): calling a
+-- function of a module nobody loaded is an error, which the test suite,
+-- running every command path on the built script, would show.
+local run_module -- assigned by the build, right after this file
 local LOADED = {}
 
 -- Runs a module's body (at most once per call).
@@ -32,19 +33,6 @@ local function load_module(name)
     run_module(name)
   end
 end
-
--- The fallback for functions called across modules.
-local lazy = {
-  __index = function(class, key)
-    for name in string.gmatch(MODULE_NAMES, '%S+') do
-      load_module(name)
-    end
-    return rawget(class, key)
-  end,
-}
-setmetatable(QlessQueue, lazy)
-setmetatable(QlessJob, lazy)
-setmetatable(QlessRecurringJob, lazy)
 
 -- At most this many members go into one redis.call: unpack() of a longer list
 -- overflows the Lua C stack ("too many results to unpack").
@@ -172,6 +160,15 @@ local function config_number(name, fallback)
   return finite(rcall('hget', 'ql:config', name)) or fallback
 end
 
+-- Moves a job's legacy `history` blob (already read by the caller; nil or
+-- false when there is none) into its history list: see legacy.lua.
+local function migrate_history(jid, blob)
+  if blob then
+    load_module('legacy')
+    QlessJob.migrate_history(jid, blob)
+  end
+end
+
 local function is_tracked(jid)
   return rcall('zscore', 'ql:tracked', jid) ~= false
 end
@@ -200,7 +197,7 @@ end
 -- (<= 0: unbounded), or nil to read it only when needed: a list of two
 -- entries is never trimmed (a cap below 2 behaves as 2). Over the cap the
 -- first entry (the original put) and the newest ones survive. Callers first
--- migrate a legacy `history` hash field (QlessJob.migrate_history in legacy.lua).
+-- migrate a legacy `history` hash field (migrate_history).
 local function add_history(jid, now, what, extra, cap)
   local key = 'ql:j:' .. jid .. '-history'
   local when

@@ -71,9 +71,7 @@ def render() -> str:
     first, *modules, last = parts
     lines.append(f"-- source: {first[0]}")
     lines.append(first[1].rstrip("\n"))
-    names = " ".join(module_name(name) for name, _ in modules)
     lines.append("-- build.py: the modules, one branch each (see run_module in base.lua).")
-    lines.append(f"MODULE_NAMES = '{names}'")
     lines.append("run_module = function(which_module)")
     for index, (name, text) in enumerate(modules):
         keyword = "if" if index == 0 else "elseif"

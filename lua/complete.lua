@@ -101,7 +101,7 @@ local function advance(now, jid, p, current)
   add_history(jid, now, '"put"', json_pair('q', nextq), p.cap)
   rcall('zadd', 'ql:queues', 'NX', now, nextq)
   local fields = { 'state', 'waiting', 'worker', '', 'failure', '{}', 'queue', nextq,
-    'expires', 0, 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now) }
+    'expires', 0, 'remaining', tonumber(current[3]), 'data', p.raw, 'time', string.format('%.20f', now) }
   local prefix = 'ql:q:' .. nextq
   if p.delay > 0 and not (p.depends and #p.depends > 0) then
     rcall('hmset', 'ql:j:' .. jid, unpack(fields))
@@ -119,7 +119,8 @@ local function advance(now, jid, p, current)
     return 'depends'
   end
   rcall('hmset', 'ql:j:' .. jid, unpack(fields))
-  rcall('zadd', prefix .. '-work', (tonumber(current[3]) or 0) - now / 1e10, jid)
+  local priority = tonumber(rcall('hget', 'ql:j:' .. jid, 'priority')) or 0
+  rcall('zadd', prefix .. '-work', priority - now / 1e10, jid)
   return 'waiting'
 end
 
@@ -127,7 +128,7 @@ end
 local function finish(now, jid, p, current)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
   rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
-    'expires', '0', 'remaining', tonumber(current[4]), 'data', p.raw, 'time', string.format('%.20f', now))
+    'expires', '0', 'remaining', tonumber(current[3]), 'data', p.raw, 'time', string.format('%.20f', now))
   rcall('zadd', 'ql:completed', now, jid)
   QlessJob.expire_completed(now, p.max_age, p.max_count)
   release_dependents(now, jid)
@@ -151,7 +152,7 @@ end
 QlessAPI['complete'] = function(now, args)
   local jid = need(args[1], 'Complete(): Arg "jid" missing')
   local p = parse_complete(args)
-  local current = rcall('hmget', 'ql:j:' .. jid, 'worker', 'state', 'priority', 'retries', 'queue', 'time', 'history')
+  local current = rcall('hmget', 'ql:j:' .. jid, 'worker', 'state', 'retries', 'queue', 'time', 'history')
   local owner, state = current[1], current[2]
   if not owner then
     error('Complete(): Job ' .. jid .. ' does not exist')
@@ -159,8 +160,8 @@ QlessAPI['complete'] = function(now, args)
     error('Complete(): Job ' .. jid .. ' is not currently running: ' .. tostring(state))
   elseif owner ~= p.worker then
     error('Complete(): Job ' .. jid .. ' has been handed out to another worker: ' .. tostring(owner))
-  elseif p.queue ~= current[5] then
-    error('Complete(): Job ' .. jid .. ' running in another queue: ' .. tostring(current[5]))
+  elseif p.queue ~= current[4] then
+    error('Complete(): Job ' .. jid .. ' running in another queue: ' .. tostring(current[4]))
   end
   if p.next and p.depends and #p.depends > 0 then
     -- Checked here, before the first write: a cycle refuses the whole call.
@@ -171,12 +172,10 @@ QlessAPI['complete'] = function(now, args)
   p.cap = finite(config[1]) or 100
   p.max_age = finite(config[2]) or 604800
   p.max_count = finite(config[3]) or 50000
-  if current[7] then
-    QlessJob.migrate_history(jid, current[7])
-  end
+  migrate_history(jid, current[6])
   add_history(jid, now, '"done"', nil, p.cap)
   rcall('zrem', 'ql:q:' .. p.queue .. '-locks', jid)
-  QlessQueue.stat(p.queue, now, 'run', now - (tonumber(current[6]) or now))
+  QlessQueue.stat(p.queue, now, 'run', now - (tonumber(current[5]) or now))
   rcall('zrem', 'ql:w:' .. p.worker .. ':jobs', jid)
   if is_tracked(jid) then
     Qless.publish('completed', jid)

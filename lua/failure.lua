@@ -48,9 +48,7 @@ function QlessJob.expire_lock(now, queue, jid, grace, cap)
   if grace <= 0 then
     notify, invalidate = true, true
   end
-  if current[3] then
-    QlessJob.migrate_history(jid, current[3])
-  end
+  migrate_history(jid, current[3])
   if notify then
     if is_tracked(jid) then
       Qless.publish('stalled', jid)
@@ -119,9 +117,7 @@ function QlessJob.fail(now, jid, worker, group, message, raw)
   end
   Qless.publish('log', encode({ jid = jid, event = 'failed', worker = worker, group = group, message = message }))
   rcall('zrem', 'ql:w:' .. worker .. ':jobs', jid)
-  if current[4] then
-    QlessJob.migrate_history(jid, current[4])
-  end
+  migrate_history(jid, current[4])
   add_history(jid, now, '"failed"', encode({ worker = worker, group = group }), history_cap())
   local prefix = 'ql:q:' .. queue
   rcall('zrem', prefix .. '-work', jid)
@@ -140,9 +136,7 @@ local function retry_exhausted(now, jid, args, current)
   local queue, worker, group, message = args.queue, args.worker, args.group, args.message
   local oldqueue = current[1]
   group = group or ('failed-retries-' .. queue)
-  if current[7] then
-    QlessJob.migrate_history(jid, current[7])
-  end
+  migrate_history(jid, current[7])
   add_history(jid, now, '"failed"', json_pair('group', group), history_cap())
   local failure
   if message ~= nil then
@@ -217,9 +211,7 @@ function QlessQueue.unfail(now, queue, group, count)
   for _, jid in ipairs(jids) do
     local current = rcall('hmget', 'ql:j:' .. jid, 'jid', 'retries', 'priority', 'history')
     if current[1] then
-      if current[4] then
-        QlessJob.migrate_history(jid, current[4])
-      end
+      migrate_history(jid, current[4])
       add_history(jid, now, '"put"', json_pair('q', queue), cap)
       rcall('hmset', 'ql:j:' .. jid, 'state', 'waiting', 'worker', '', 'expires', 0,
         'queue', queue, 'remaining', tonumber(current[2]) or 5)

@@ -114,9 +114,7 @@ QlessAPI['timeout'] = function(now, jids)
     local target = targets[jid]
     if target then
       targets[jid] = nil -- a jid listed twice is timed out once
-      if target[4] then
-        QlessJob.migrate_history(jid, target[4])
-      end
+      migrate_history(jid, target[4])
       add_history(jid, now, '"timed-out"', nil, cap)
       rcall('zrem', 'ql:q:' .. target[1] .. '-locks', jid)
       rcall('zadd', 'ql:q:' .. target[1] .. '-work', '+inf', jid)
@@ -145,8 +143,6 @@ QlessAPI['log'] = function(now, a)
   if not current[1] then
     error('Log(): Job ' .. jid .. ' does not exist')
   end
-  if current[2] then
-    QlessJob.migrate_history(jid, current[2])
-  end
+  migrate_history(jid, current[2])
   add_history(jid, now, encode(message), data and encode(data))
 end

@@ -16,6 +16,7 @@ end
 function QlessJob.read_history(jid, blob, newest)
   local raw = rcall('lrange', 'ql:j:' .. jid .. '-history', '0', newest and '-2' or '-1')
   if blob then
+    load_module('legacy')
     extend(raw, QlessJob.legacy_entries(blob))
   end
   local history = {}

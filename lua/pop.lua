@@ -73,7 +73,7 @@ local function pop_one(now, queue, jid, worker, expires, cap)
     return nil
   end
   if v[11] then
-    QlessJob.migrate_history(jid, v[11])
+    migrate_history(jid, v[11])
     v[11] = false
   end
   add_history(jid, now, '"popped"', json_pair('worker', worker), cap)

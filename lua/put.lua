@@ -151,9 +151,7 @@ function QlessQueue.put(now, p)
     drop_old_dependencies(jid, p.depends)
   end
   Qless.publish('log', encode({ jid = jid, event = 'put', queue = p.queue }))
-  if old[8] then
-    QlessJob.migrate_history(jid, old[8])
-  end
+  migrate_history(jid, old[8])
   add_history(jid, now, '"put"', json_pair('q', p.queue))
   if existed then
     detach(jid, p, old)
