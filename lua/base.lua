@@ -8,8 +8,7 @@
 local Qless = {}
 local QlessQueue = {}
 local QlessJob = {}
-local QlessRecurringJob = {}
-local QlessWorker = {}
+local QlessRecurringJob -- created by recurring.lua, the only module that fills it
 local QlessAPI = {}
 
 -- Lazy modules. The chunk's top level runs again on every EVALSHA, and in
@@ -200,17 +199,15 @@ end
 -- migrate a legacy `history` hash field (migrate_history).
 local function add_history(jid, now, what, extra, cap)
   local key = 'ql:j:' .. jid .. '-history'
-  local when
-  if now >= 0 and now < 1e14 then
-    when = string.format('[%d,', now) -- %d truncates: the floor of a positive number
-  else
-    when = '[' .. floor(now) .. ','
-  end
+  -- %d truncates: the floor of a positive number. (JSON texts hold no NUL
+  -- byte, which %s would cut at.)
   local entry
-  if extra == nil then
-    entry = when .. what .. ']'
+  if now < 0 or now >= 1e14 then
+    entry = '[' .. floor(now) .. ',' .. what .. (extra and ',' .. extra or '') .. ']'
+  elseif extra == nil then
+    entry = string.format('[%d,%s]', now, what)
   else
-    entry = when .. what .. ',' .. extra .. ']'
+    entry = string.format('[%d,%s,%s]', now, what, extra)
   end
   local length = rcall('rpush', key, entry)
   if length <= 2 then

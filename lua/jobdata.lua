@@ -1,13 +1,6 @@
 -- jobdata.lua: reading a job into the job object that get, multiget, peek,
 -- pop and track reply with.
 
--- HMGET of what a job object needs, with the legacy `history` blob (11) and
--- `time` (12), the put/pop time stats are measured from. The three that pop
--- overwrites come last: pop reads only the first twelve (pop_one in pop.lua).
-function QlessJob.read(jid)
-  return rcall('hmget', 'ql:j:' .. jid, 'jid', 'klass', 'queue', 'priority', 'retries', 'remaining',
-    'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time', 'state', 'worker', 'expires')
-end
 
 -- The history as objects {when, what, ...extra}; `blob` is the legacy field
 -- (its entries are shown after the list's, where migrating will put them).
@@ -45,7 +38,7 @@ local function sorted_members(key)
   return members
 end
 
--- Builds the job object from values read by QlessJob.read (nil if absent).
+-- Builds the job object from values read as QlessJob.data does (nil if absent).
 -- `dependencies` may be passed in by a caller that knows them (pop: a job
 -- that can run never has any), `newest` as for read_history.
 function QlessJob.object(jid, v, dependencies, newest)
@@ -73,7 +66,12 @@ function QlessJob.object(jid, v, dependencies, newest)
   }
 end
 
--- The job object of a jid, or nil.
+-- The job object of a jid, or nil. The HMGET reads what a job object needs,
+-- with the legacy `history` blob (11) and `time` (12), the put/pop time stats
+-- are measured from; the three that pop overwrites come last: pop reads only
+-- the first twelve (pop_one in pop.lua).
 function QlessJob.data(jid)
-  return QlessJob.object(jid, QlessJob.read(jid))
+  local v = rcall('hmget', 'ql:j:' .. jid, 'jid', 'klass', 'queue', 'priority', 'retries', 'remaining',
+    'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time', 'state', 'worker', 'expires')
+  return QlessJob.object(jid, v)
 end

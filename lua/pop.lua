@@ -65,7 +65,7 @@ end
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
 local function pop_one(now, queue, jid, worker, expires, cap)
   local key = 'ql:j:' .. jid
-  -- QlessJob.read's fields but the last three (state, worker, expires),
+  -- QlessJob.data's fields but the last three (state, worker, expires),
   -- which pop is about to overwrite.
   local v = rcall('hmget', key, 'jid', 'klass', 'queue', 'priority', 'retries', 'remaining',
     'data', 'tags', 'failure', 'spawned_from_jid', 'history', 'time')

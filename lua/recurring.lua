@@ -1,5 +1,7 @@
 -- recurring.lua: recurring templates (`ql:r:<jid>`) and the jobs they spawn.
 
+QlessRecurringJob = {}
+
 -- Parses recur's arguments after the queue; raises before anything is written.
 local function parse_recur(args)
   local p = {

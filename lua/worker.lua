@@ -1,5 +1,7 @@
 -- worker.lua: the worker registry (`ql:workers`, `ql:w:<worker>:jobs`).
 
+local QlessWorker = {}
+
 -- Forgets workers not seen for `max-worker-age` seconds, and their job sets.
 local function prune_workers(now)
   local age = config_number('max-worker-age', 86400)
