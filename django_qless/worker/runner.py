@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
-from django.db import close_old_connections
 
 from .. import signals
 from ..core import Job, LockLostError, RetryJob, UnknownJobError
 from ..exceptions import BadPayloadError
 from ..registry import registry
+from .databases import ConnectionHygiene
 from .failures import group_for, message_for, truncate
 from .interrupt import Interrupter, JobInterrupted, ShutdownTimeout
 from .monitor import Monitor
@@ -50,6 +50,7 @@ class JobRunner:
         self.monitor = monitor
         self.interrupter = interrupter
         self.worker_name = worker_name
+        self.databases = ConnectionHygiene()
         #: Completes a job; the worker swaps in one that also pops the next job.
         self.complete: Callable[[Job], None] = _complete
 
@@ -73,7 +74,7 @@ class JobRunner:
 
     def _call(self, definition: Definition, job: Job, limit: float | None) -> Outcome:
         """Call the job function with DB hygiene around it and interruptions armed."""
-        close_old_connections()
+        self.databases.before_job()
         self._send(signals.job_started, definition, job)
         started = time.monotonic()
         try:
@@ -90,7 +91,7 @@ class JobRunner:
             # sys.exit() inside a job fails that job; it does not stop the worker.
             return Outcome("raised", time.monotonic() - started, exc)
         finally:
-            close_old_connections()
+            self.databases.after_job()
         return Outcome("done", time.monotonic() - started)
 
     def _settle(self, definition: Definition, job: Job, running: RunningJob,
