@@ -34,7 +34,7 @@ class Job:
         raw = obj.get("data")
         # qless stores data as a JSON string; keep it verbatim so nothing is lost in transit.
         self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)
-        self.tags: tuple[str, ...] = tuple(str(t) for t in as_list(obj.get("tags")))
+        self.tags: tuple[str, ...] = tuple(map(str, as_list(obj.get("tags"))))
         # Parsed on first read: the worker pops jobs by the thousand and never reads it.
         self._history: Any = obj.get("history")
         self.failure: Failure | None = Failure.from_json(obj.get("failure"))

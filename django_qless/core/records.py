@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 def as_list(value: Any) -> list[Any]:
     """A JSON list from the script, where cjson encodes an empty list as `{}`."""
+    if type(value) is list:
+        return value
     if value is None or value == {}:
         return []
     if not isinstance(value, list):
@@ -21,6 +23,9 @@ def as_list(value: Any) -> list[Any]:
 
 def as_number(value: Any) -> int | float:
     """A number the script may send as a number or as a numeric string."""
+    kind = type(value)
+    if kind is int or kind is float:  # the common case, before the general checks
+        return value  # type: ignore[no-any-return]
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     number = float(value)
