@@ -54,7 +54,6 @@ elseif name == 'cancel' then
   load_module('stats')
 elseif name == 'depends' then
   load_module('deps')
-  load_module('complete')
 elseif name == 'tag' then
   load_module('tags')
 elseif name == 'track' then

@@ -65,15 +65,10 @@ local function need_number(value, message)
   return n
 end
 
--- A retries argument: `remaining` is decremented with HINCRBY, which refuses
--- a stored 2.5, so a fraction is refused here rather than on a later retry.
-local function need_integer(value, message)
-  local n = need_number(value, message)
-  if n ~= floor(n) then
-    error(message .. tostring(value))
-  end
-  return n
-end
+-- The checks of option values, need_integer and json_list, are in
+-- options.lua: parse_options loads it when a call has any known option, and
+-- recurring.lua, which always checks its options, loads it too.
+local need_integer, json_list
 
 -- A count or offset argument: a finite number, floored, and clamped to
 -- +-1e15 so it still prints as an integer when passed to Redis (a LIMIT of
@@ -90,21 +85,6 @@ local function need(value, message)
   return value
 end
 
--- Decodes a JSON argument that must be an array of strings (tags, depends).
--- Invalid JSON raises cjson's own error text, as the reference script does.
-local function json_list(raw, message)
-  local list = decode(raw)
-  if type(list) ~= 'table' then
-    error(message .. tostring(raw))
-  end
-  for _, item in ipairs(list) do
-    local kind = type(item)
-    if kind ~= 'string' and kind ~= 'number' then
-      error(message .. tostring(raw))
-    end
-  end
-  return list
-end
 
 -- Reads `name value` pairs from args[first..] into a table; refuses an odd
 -- count. With `unknown` (an error prefix), names not in `allowed`
@@ -123,6 +103,9 @@ local function parse_options(args, first, allowed, unknown)
     elseif unknown then
       error(unknown .. '"' .. name .. '"')
     end
+  end
+  if next(options) then
+    load_module('options') -- need_integer, json_list
   end
   return options
 end
@@ -176,12 +159,6 @@ function Qless.publish(channel, message)
   rcall('publish', 'ql:' .. channel, message)
 end
 
--- lock_lost goes to the worker's own channel and to the log.
-function Qless.lock_lost(jid, worker)
-  local message = encode({ jid = jid, event = 'lock_lost', worker = worker })
-  rcall('publish', 'ql:w:' .. worker, message)
-  rcall('publish', 'ql:log', message)
-end
 
 -- The JSON of a one-key object, e.g. {"q":"name"}: what cjson makes of
 -- { [key] = value }, without the table and the second cjson call.

@@ -20,6 +20,7 @@ TARGET = LUA_DIR.parent / "django_qless" / "core" / "qless.lua"
 ORDER = (
     "base.lua",
     "legacy.lua",
+    "options.lua",
     "config.lua",
     "stats.lua",
     "report.lua",
@@ -31,7 +32,9 @@ ORDER = (
     "cancel.lua",
     "failure.lua",
     "complete.lua",
+    "advance.lua",
     "put.lua",
+    "reput.lua",
     "queue.lua",
     "pop.lua",
     "recurring.lua",

@@ -58,26 +58,6 @@ function QlessJob.expire_completed(now, max_age, max_count)
   end
 end
 
--- Moves a job whose last dependency went away from `depends` to its queue's
--- work set (state waiting) or, when it carries a `scheduled` time, to the
--- scheduled set (`honour_schedule`, as complete does; depends-off does not).
-function QlessJob.undepend(now, jid, honour_schedule)
-  local current = rcall('hmget', 'ql:j:' .. jid, 'queue', 'priority', 'scheduled')
-  local queue, priority, scheduled = current[1], current[2], current[3]
-  if not queue then
-    return
-  end
-  rcall('zrem', 'ql:q:' .. queue .. '-depends', jid)
-  if honour_schedule and scheduled then
-    rcall('zadd', 'ql:q:' .. queue .. '-scheduled', scheduled, jid)
-    rcall('hset', 'ql:j:' .. jid, 'state', 'scheduled')
-    rcall('hdel', 'ql:j:' .. jid, 'scheduled')
-  else
-    rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(priority) or 0) - now / 1e10, jid)
-    rcall('hset', 'ql:j:' .. jid, 'state', 'waiting')
-  end
-end
-
 -- After `jid` completed: each dependent forgets it, and runs when it was the last.
 local function release_dependents(now, jid)
   local key = 'ql:j:' .. jid .. '-dependents'
@@ -86,42 +66,13 @@ local function release_dependents(now, jid)
     local deps_key = 'ql:j:' .. dependent .. '-dependencies'
     rcall('srem', deps_key, jid)
     if rcall('scard', deps_key) == 0 then
+      load_module('deps')
       QlessJob.undepend(now, dependent, true)
     end
   end
   if #dependents > 0 then
     rcall('del', key)
   end
-end
-
--- The rest of complete with `next`: the job waits in the next queue.
-local function advance(now, jid, p, current)
-  local nextq, live = p.next, p.live
-  Qless.publish('log', encode({ jid = jid, event = 'advanced', queue = p.queue, to = nextq }))
-  add_history(jid, now, '"put"', json_pair('q', nextq), p.cap)
-  rcall('zadd', 'ql:queues', 'NX', now, nextq)
-  local fields = { 'state', 'waiting', 'worker', '', 'failure', '{}', 'queue', nextq,
-    'expires', 0, 'remaining', tonumber(current[3]), 'data', p.raw, 'time', string.format('%.20f', now) }
-  local prefix = 'ql:q:' .. nextq
-  if p.delay > 0 and not (p.depends and #p.depends > 0) then
-    rcall('hmset', 'ql:j:' .. jid, unpack(fields))
-    rcall('zadd', prefix .. '-scheduled', now + p.delay, jid)
-    return 'scheduled'
-  end
-  if live and #live > 0 then
-    fields[2] = 'depends'
-    if p.delay > 0 then
-      extend(fields, { 'scheduled', now + p.delay })
-    end
-    rcall('hmset', 'ql:j:' .. jid, unpack(fields))
-    QlessJob.add_dependencies(jid, live)
-    rcall('zadd', prefix .. '-depends', now, jid)
-    return 'depends'
-  end
-  rcall('hmset', 'ql:j:' .. jid, unpack(fields))
-  local priority = tonumber(rcall('hget', 'ql:j:' .. jid, 'priority')) or 0
-  rcall('zadd', prefix .. '-work', priority - now / 1e10, jid)
-  return 'waiting'
 end
 
 -- The rest of a final complete: mark it, expire old ones, release dependents.
@@ -181,7 +132,8 @@ QlessAPI['complete'] = function(now, args)
     Qless.publish('completed', jid)
   end
   if p.next then
-    return advance(now, jid, p, current)
+    load_module('advance')
+    return QlessJob.advance(now, jid, p, current)
   end
   return finish(now, jid, p, current)
 end

@@ -47,6 +47,26 @@ function QlessJob.add_dependencies(jid, deps)
   end
 end
 
+-- Moves a job whose last dependency went away from `depends` to its queue's
+-- work set (state waiting) or, when it carries a `scheduled` time, to the
+-- scheduled set (`honour_schedule`, as complete does; depends-off does not).
+function QlessJob.undepend(now, jid, honour_schedule)
+  local current = rcall('hmget', 'ql:j:' .. jid, 'queue', 'priority', 'scheduled')
+  local queue, priority, scheduled = current[1], current[2], current[3]
+  if not queue then
+    return
+  end
+  rcall('zrem', 'ql:q:' .. queue .. '-depends', jid)
+  if honour_schedule and scheduled then
+    rcall('zadd', 'ql:q:' .. queue .. '-scheduled', scheduled, jid)
+    rcall('hset', 'ql:j:' .. jid, 'state', 'scheduled')
+    rcall('hdel', 'ql:j:' .. jid, 'scheduled')
+  else
+    rcall('zadd', 'ql:q:' .. queue .. '-work', (tonumber(priority) or 0) - now / 1e10, jid)
+    rcall('hset', 'ql:j:' .. jid, 'state', 'waiting')
+  end
+end
+
 local function depends_off(now, jid, args)
   local deps_key = 'ql:j:' .. jid .. '-dependencies'
   if args[3] == 'all' then

@@ -55,6 +55,7 @@ function QlessJob.expire_lock(now, queue, jid, grace, cap)
     end
     add_history(jid, now, '"timed-out"', nil, cap)
     rcall('hset', key, 'grace', 1)
+    load_module('job') -- Qless.lock_lost
     Qless.lock_lost(jid, worker)
     rcall('zadd', 'ql:q:' .. queue .. '-locks', now + grace, jid)
     QlessQueue.count_stat(queue, now, 'retries', 1)

@@ -1,6 +1,14 @@
 -- job.lua: the small per-job commands: get, multiget, heartbeat, priority,
 -- timeout, log.
 
+-- lock_lost goes to the worker's own channel and to the log (timeout here;
+-- re-put and lock expiry load this module for it).
+function Qless.lock_lost(jid, worker)
+  local message = encode({ jid = jid, event = 'lock_lost', worker = worker })
+  rcall('publish', 'ql:w:' .. worker, message)
+  rcall('publish', 'ql:log', message)
+end
+
 -- The lock length for jobs of a queue: `<queue>-heartbeat`, else `heartbeat`.
 function QlessJob.heartbeat_for(queue)
   local values = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat')

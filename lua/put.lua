@@ -50,45 +50,6 @@ function QlessQueue.parse_put(args)
   return p
 end
 
--- With a new non-empty depends list, old dependencies not in it are dropped.
-local function drop_old_dependencies(jid, depends)
-  local wanted = {}
-  for _, dep in ipairs(depends) do
-    wanted[dep] = true
-  end
-  for _, dep in ipairs(rcall('smembers', 'ql:j:' .. jid .. '-dependencies')) do
-    if not wanted[dep] then
-      rcall('srem', 'ql:j:' .. dep .. '-dependents', jid)
-      rcall('srem', 'ql:j:' .. jid .. '-dependencies', dep)
-    end
-  end
-end
-
--- Takes a re-put job out of where it was: old queue sets, old worker (who is
--- told unless it is the one putting), completed list, failure group.
-local function detach(jid, p, old)
-  local oldqueue, state, oldworker = old[3], old[4], old[7]
-  if oldqueue and oldqueue ~= '' then
-    local prefix = 'ql:q:' .. oldqueue
-    rcall('zrem', prefix .. '-work', jid)
-    rcall('zrem', prefix .. '-locks', jid)
-    rcall('zrem', prefix .. '-depends', jid)
-    rcall('zrem', prefix .. '-scheduled', jid)
-  end
-  if oldworker and oldworker ~= '' then
-    rcall('zrem', 'ql:w:' .. oldworker .. ':jobs', jid)
-    if oldworker ~= p.worker then
-      Qless.lock_lost(jid, oldworker)
-    end
-  end
-  if state == 'complete' then
-    rcall('zrem', 'ql:completed', jid)
-  elseif state == 'failed' then
-    load_module('failure')
-    QlessJob.unfail_record(jid, oldqueue ~= '' and oldqueue or p.queue, old[5])
-  end
-end
-
 -- Writes the job hash and places the job in one of its queue's sets.
 local function place(now, p, existed)
   local jid, prefix, key = p.jid, 'ql:q:' .. p.queue, 'ql:j:' .. p.jid
@@ -147,14 +108,17 @@ function QlessQueue.put(now, p)
     load_module('tagindex')
     QlessJob.retag(jid, old_tags or {}, p.tags, now)
   end
+  if existed then
+    load_module('reput')
+  end
   if p.live and existed then
-    drop_old_dependencies(jid, p.depends)
+    QlessJob.drop_old_dependencies(jid, p.depends)
   end
   Qless.publish('log', encode({ jid = jid, event = 'put', queue = p.queue }))
   migrate_history(jid, old[8])
   add_history(jid, now, '"put"', json_pair('q', p.queue))
   if existed then
-    detach(jid, p, old)
+    QlessJob.detach(jid, p, old)
   end
   if p.live then
     QlessJob.add_dependencies(jid, p.live)

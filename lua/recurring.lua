@@ -1,6 +1,7 @@
 -- recurring.lua: recurring templates (`ql:r:<jid>`) and the jobs they spawn.
 
 QlessRecurringJob = {}
+load_module('options') -- need_integer, json_list, even without options
 
 -- Parses recur's arguments after the queue; raises before anything is written.
 local function parse_recur(args)
