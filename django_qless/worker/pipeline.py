@@ -131,7 +131,9 @@ def pack(sha: str, now: float, calls: Calls) -> bytes:
     parts: list[bytes] = []
     for command, args in calls:
         parts.append(b"*%d\r\n%s%s%s" % (len(args) + 5, head, _bulk(command.encode()), stamp))
-        parts += [_bulk(_arg(value)) for value in args]
+        for value in args:
+            data = value.encode() if type(value) is str else _arg(value)
+            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
     return b"".join(parts)
 
 
