@@ -93,7 +93,14 @@ end
 ]]
 function QlessQueue.put(now, p)
   local jid = p.jid
-  local old = rcall('hmget', 'ql:j:' .. jid, 'priority', 'tags', 'queue', 'state', 'failure', 'retries', 'worker', 'history')
+  -- A new jid is the usual case: one EXISTS costs less than reading eight
+  -- absent fields (HMGET's reply for a missing hash, spelled out below).
+  local old
+  if rcall('exists', 'ql:j:' .. jid) == 1 then
+    old = rcall('hmget', 'ql:j:' .. jid, 'priority', 'tags', 'queue', 'state', 'failure', 'retries', 'worker', 'history')
+  else
+    old = { false, false, false, false, false, false, false, false }
+  end
   local existed = old[4] ~= false
   local old_tags = old[2] and decode(old[2])
   p.retries = p.retries or tonumber(old[6]) or 5
