@@ -15,65 +15,62 @@ if name == nil then
   error('Must provide a command')
 end
 
--- The modules the command normally needs, loaded before it runs. A function of
--- a module not loaded here still works (the class tables load the rest on
--- first use); loading ahead keeps the common path cheap. Plain statements
--- rather than a function, and an if-chain rather than a table or a parsed
--- string: the top level runs on every call, so a 37-entry table (~5 us), a
--- parsed string (~1 us) or even a closure (~0.1 us) is paid every time, while
--- these comparisons of interned strings cost next to nothing (hot commands
--- first).
+-- The modules the command always needs, run before it; the others are
+-- loaded where a path needs them (load_module). Plain statements rather than
+-- a function, and an if-chain rather than a table or a parsed string: the top
+-- level runs on every call, so a 37-entry table (~5 us), a parsed string
+-- (~1 us) or even a closure (~0.1 us) is paid every time, while these
+-- comparisons of interned strings cost next to nothing (hot commands first).
+-- failure.lua loads stats.lua itself.
 if name == 'put' or name == 'requeue' then
-  load_module('put')
+  run_module('put')
 elseif name == 'pop' then
-  load_module('pop')
-  load_module('jobdata')
-  load_module('stats')
+  run_module('pop')
+  run_module('jobdata')
+  run_module('stats')
 elseif name == 'complete' then
-  load_module('complete')
-  load_module('stats')
+  run_module('complete')
+  run_module('stats')
 elseif name == 'heartbeat' or name == 'priority' or name == 'timeout' or name == 'log' then
-  load_module('job')
+  run_module('job')
 elseif name == 'get' or name == 'multiget' then
-  load_module('jobdata')
-  load_module('job')
+  run_module('jobdata')
+  run_module('job')
 elseif name == 'fail' or name == 'retry' then
-  load_module('failure')
-  load_module('stats')
+  run_module('failure')
 elseif name == 'failed' or name == 'unfail' then
-  load_module('failure')
+  run_module('failure')
 elseif name == 'peek' then
-  load_module('pop')
-  load_module('jobdata')
+  run_module('pop')
+  run_module('jobdata')
 elseif name == 'config.get' or name == 'config.set' or name == 'config.unset' then
-  load_module('config')
+  run_module('config')
 elseif name == 'cancel' then
-  load_module('cancel')
-  load_module('tagindex')
-  load_module('failure')
-  load_module('stats')
+  run_module('cancel')
+  run_module('tagindex')
+  run_module('failure')
 elseif name == 'depends' then
-  load_module('deps')
+  run_module('deps')
 elseif name == 'tag' then
-  load_module('tags')
+  run_module('tags')
 elseif name == 'track' then
-  load_module('tags')
-  load_module('jobdata')
+  run_module('tags')
+  run_module('jobdata')
 elseif name == 'jobs' then
-  load_module('tags')
-  load_module('pop')
+  run_module('tags')
+  run_module('pop')
 elseif name == 'queues' then
-  load_module('queue')
-  load_module('pop')
+  run_module('queue')
+  run_module('pop')
 elseif name == 'length' or name == 'pause' or name == 'unpause' or name == 'queue.forget' then
-  load_module('queue')
+  run_module('queue')
 elseif name == 'workers' or name == 'worker.deregister' then
-  load_module('worker')
+  run_module('worker')
 elseif name == 'stats' then
-  load_module('report')
+  run_module('report')
 elseif name == 'recur' or name == 'unrecur' or name == 'recur.get' or name == 'recur.update'
   or name == 'recur.tag' or name == 'recur.untag' then
-  load_module('recurring')
+  run_module('recurring')
 else
   error('Unknown command ' .. name)
 end

@@ -16,21 +16,29 @@ local QlessAPI = {}
 -- defining every function up front would cost more than a whole put. So
 -- build.py wraps the module files (every file but this one and api.lua) in
 -- one function, `run_module(name)`, one branch per file: a module's
--- functions exist only once a command loaded it. api.lua loads the modules
+-- functions exist only once a command loaded it. api.lua runs the modules
 -- each command always needs; code that needs another module only on some
 -- path calls load_module(name) right there. There is no fallback (a
 -- metatable loading everything on a miss cost ~1% of every call): calling a
 -- function of a module nobody loaded is an error, which the test suite,
 -- running every command path on the built script, would show.
 local run_module -- assigned by the build, right after this file
-local LOADED = {}
 
--- Runs a module's body (at most once per call).
+-- The modules loaded on demand, made by the first load_module: most calls
+-- need none, and api.lua's own loads are not recorded (running a module a
+-- second time only makes its functions again, as pop's rare lock expiry
+-- does with stats).
+local LOADED
+
+-- Runs a module's body, at most once per call through here.
 local function load_module(name)
-  if not LOADED[name] then
-    LOADED[name] = true
-    run_module(name)
+  if not LOADED then
+    LOADED = {}
+  elseif LOADED[name] then
+    return
   end
+  LOADED[name] = true
+  run_module(name)
 end
 
 -- At most this many members go into one redis.call: unpack() of a longer list
