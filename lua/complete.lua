@@ -9,7 +9,7 @@ local function parse_complete(args)
     worker = need(args[2], 'Complete(): Arg "worker" missing'),
     queue = need(args[3], 'Complete(): Arg "queue" missing'),
     raw = args[4],
-    next = nil, delay = nil, depends = nil, live = nil, cap = nil, max_age = nil, max_count = nil,
+    next = nil, delay = nil, depends = nil, live = nil, cap = nil,
   }
   if args[4] == nil or not decode(args[4]) then
     error('Complete(): Arg "data" missing or not JSON: ' .. tostring(args[4]))
@@ -75,13 +75,14 @@ local function release_dependents(now, jid)
   end
 end
 
--- The rest of a final complete: mark it, expire old ones, release dependents.
-local function finish(now, jid, p, current)
+-- The rest of a final complete: mark it, expire old ones (`config` holds the
+-- jobs-history options), release dependents.
+local function finish(now, jid, p, current, config)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
   rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
     'expires', '0', 'remaining', tonumber(current[3]), 'data', p.raw, 'time', string.format('%.20f', now))
   rcall('zadd', 'ql:completed', now, jid)
-  QlessJob.expire_completed(now, p.max_age, p.max_count)
+  QlessJob.expire_completed(now, finite(config[2]) or 604800, finite(config[3]) or 50000)
   release_dependents(now, jid)
   return 'complete'
 end
@@ -121,8 +122,6 @@ QlessAPI['complete'] = function(now, args)
   end
   local config = rcall('hmget', 'ql:config', 'max-job-history', 'jobs-history', 'jobs-history-count')
   p.cap = finite(config[1]) or 100
-  p.max_age = finite(config[2]) or 604800
-  p.max_count = finite(config[3]) or 50000
   migrate_history(jid, current[6])
   add_history(jid, now, '"done"', nil, p.cap)
   rcall('zrem', 'ql:q:' .. p.queue .. '-locks', jid)
@@ -135,5 +134,5 @@ QlessAPI['complete'] = function(now, args)
     load_module('advance')
     return QlessJob.advance(now, jid, p, current)
   end
-  return finish(now, jid, p, current)
+  return finish(now, jid, p, current, config)
 end

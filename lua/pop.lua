@@ -63,7 +63,8 @@ local function candidates(queue, now, count, expired)
 end
 
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
-local function pop_one(now, queue, jid, worker, expires, cap)
+-- `time` is now as the job hash stores it (%.20f), printed once per pop.
+local function pop_one(now, queue, jid, worker, expires, cap, time)
   local key = 'ql:j:' .. jid
   -- QlessJob.data's fields but the last three (state, worker, expires),
   -- which pop is about to overwrite.
@@ -85,7 +86,7 @@ local function pop_one(now, queue, jid, worker, expires, cap)
     newest = { worker = worker, when = floor(now), what = 'popped' }
   end
   QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[12]) or now))
-  rcall('hmset', key, 'time', string.format('%.20f', now), 'worker', worker, 'expires', expires, 'state', 'running')
+  rcall('hmset', key, 'time', time, 'worker', worker, 'expires', expires, 'state', 'running')
   rcall('zadd', 'ql:w:' .. worker .. ':jobs', score_text(expires), jid)
   rcall('zadd', 'ql:q:' .. queue .. '-locks', score_text(expires), jid)
   v[13], v[14], v[15] = 'running', worker, expires
@@ -132,8 +133,9 @@ function QlessQueue.pop(now, queue, worker, count)
   end
   jids = candidates(queue, now, count, jids)
   local popped = {}
+  local time = #jids > 0 and string.format('%.20f', now) -- the `time` of every popped job
   for _, jid in ipairs(jids) do
-    popped[#popped + 1] = pop_one(now, queue, jid, worker, expires, cap)
+    popped[#popped + 1] = pop_one(now, queue, jid, worker, expires, cap, time)
   end
   call_chunked('zrem', 'ql:q:' .. queue .. '-work', jids)
   return popped
