@@ -3,6 +3,8 @@
 
 -- The `dependencies` of every popped job (read-only, never filled).
 local NONE = {}
+-- HMGET's reply for config options when ql:config does not exist.
+local NO_CONFIG = { false, false, false, false, false }
 
 -- A number as Redis would print it (%.17g), remembered for the next call with
 -- the same number: pop passes `now` to four commands and `expires` to two
@@ -42,16 +44,16 @@ end
 
 -- The jids a pop/peek of `count` returns after the expired ones: recurring
 -- spawns and due scheduled jobs join the work set first (both limited by
--- what is still wanted), then the top of the work set.
-local function candidates(queue, now, count, expired)
+-- what is still wanted), then the top of the work set. `queued` tells
+-- whether the queue has a -recur or -scheduled set at all: without one, the
+-- two range queries are skipped (the usual case).
+local function candidates(queue, now, count, expired, queued)
   local wanted = count - #expired
   if wanted <= 0 then
     return expired
   end
   local prefix = 'ql:q:' .. queue
-  -- One EXISTS instead of two range queries for a queue with neither
-  -- recurring nor scheduled jobs, the usual case (one call more otherwise).
-  if rcall('exists', prefix .. '-recur', prefix .. '-scheduled') > 0 then
+  if queued then
     local templates = rcall('zrangebyscore', prefix .. '-recur', '-inf', score_text(now), 'LIMIT', '0', wanted)
     if #templates > 0 then
       load_module('recurring')
@@ -112,8 +114,17 @@ function QlessQueue.pop(now, queue, worker, count)
   need(queue, 'Pop(): Arg "queue" missing')
   need(worker, 'Pop(): Arg "worker" missing')
   count = need_count(count, 'Pop(): Arg "count" missing or not a number: ')
-  local config = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat',
-    queue .. '-max-concurrency', 'grace-period', 'max-job-history')
+  -- Which of ql:config and the queue's -recur and -scheduled sets exist, in
+  -- one EXISTS (a key named twice counts twice: 1 for the config, 2 or 4 for
+  -- the sets). Without overrides or recurring/scheduled jobs (the usual
+  -- case) the config HMGET and the range queries are skipped.
+  local recur, scheduled = 'ql:q:' .. queue .. '-recur', 'ql:q:' .. queue .. '-scheduled'
+  local present = rcall('exists', 'ql:config', recur, recur, scheduled, scheduled)
+  local config = NO_CONFIG
+  if present % 2 == 1 then
+    config = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat',
+      queue .. '-max-concurrency', 'grace-period', 'max-job-history')
+  end
   local expires = now + (finite(config[1]) or finite(config[2]) or 60)
   local grace, cap = finite(config[4]) or 10, finite(config[5]) or 100
   if rcall('sismember', 'ql:paused_queues', queue) == 1 then
@@ -131,7 +142,7 @@ function QlessQueue.pop(now, queue, worker, count)
       end
     end
   end
-  jids = candidates(queue, now, count, jids)
+  jids = candidates(queue, now, count, jids, present >= 2)
   local popped = {}
   local time = #jids > 0 and string.format('%.20f', now) -- the `time` of every popped job
   for _, jid in ipairs(jids) do
@@ -161,7 +172,8 @@ end
 QlessAPI['peek'] = function(now, a)
   local queue = need(a[1], 'Peek(): Arg "queue" missing')
   local count = need_count(a[2], 'Peek(): Arg "count" missing or not a number: ')
-  local jids = candidates(queue, now, count, expired_locks(queue, now, count))
+  local queued = rcall('exists', 'ql:q:' .. queue .. '-recur', 'ql:q:' .. queue .. '-scheduled') > 0
+  local jids = candidates(queue, now, count, expired_locks(queue, now, count), queued)
   local result = {}
   for _, jid in ipairs(jids) do
     result[#result + 1] = QlessJob.data(jid)
