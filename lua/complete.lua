@@ -1,6 +1,9 @@
 -- complete.lua: completing a job (finally, or advancing it to another queue),
 -- releasing its dependents, and the bounded expiry of old completed jobs.
 
+-- HMGET's reply for the config options when ql:config does not exist.
+local NO_CONFIG = { false, false, false }
+
 -- Parses complete's arguments after jid; raises before anything is written.
 local function parse_complete(args)
   -- Every field complete sets is named here, nil ones too: the constructor
@@ -76,14 +79,16 @@ local function release_dependents(now, jid)
 end
 
 -- The rest of a final complete: mark it, expire old ones (`config` holds the
--- jobs-history options), release dependents.
-local function finish(now, jid, p, current, config)
+-- jobs-history options), release dependents (if the job has any).
+local function finish(now, jid, p, current, config, dependents)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
   rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
     'expires', '0', 'remaining', tonumber(current[3]), 'data', p.raw, 'time', string.format('%.20f', now))
   rcall('zadd', 'ql:completed', now, jid)
   QlessJob.expire_completed(now, finite(config[2]) or 604800, finite(config[3]) or 50000)
-  release_dependents(now, jid)
+  if dependents then
+    release_dependents(now, jid)
+  end
   return 'complete'
 end
 
@@ -120,19 +125,29 @@ QlessAPI['complete'] = function(now, args)
     load_module('deps')
     p.live = QlessJob.live_dependencies(jid, p.depends, 'Complete(): ')
   end
-  local config = rcall('hmget', 'ql:config', 'max-job-history', 'jobs-history', 'jobs-history-count')
+  -- Which of ql:config, ql:tracked and the job's -dependents set exist, in one
+  -- EXISTS (a key named n times counts n times: 1, 2 and 4). Without config
+  -- overrides, tracked jobs or dependents (the usual case) the config HMGET,
+  -- the ZSCORE and the SMEMBERS are skipped; with them, this call is extra.
+  local dependents = 'ql:j:' .. jid .. '-dependents'
+  local present = rcall('exists', 'ql:config', 'ql:tracked', 'ql:tracked',
+    dependents, dependents, dependents, dependents)
+  local config = NO_CONFIG
+  if present % 2 == 1 then
+    config = rcall('hmget', 'ql:config', 'max-job-history', 'jobs-history', 'jobs-history-count')
+  end
   p.cap = finite(config[1]) or 100
   migrate_history(jid, current[6])
   add_history(jid, now, '"done"', nil, p.cap)
   rcall('zrem', 'ql:q:' .. p.queue .. '-locks', jid)
   QlessQueue.stat(p.queue, now, 'run', now - (tonumber(current[5]) or now))
   rcall('zrem', 'ql:w:' .. p.worker .. ':jobs', jid)
-  if is_tracked(jid) then
+  if present % 4 >= 2 and is_tracked(jid) then
     Qless.publish('completed', jid)
   end
   if p.next then
     load_module('advance')
     return QlessJob.advance(now, jid, p, current)
   end
-  return finish(now, jid, p, current, config)
+  return finish(now, jid, p, current, config, present >= 4)
 end
