@@ -40,8 +40,9 @@ end
 
 -- Builds the job object from values read as QlessJob.data does (nil if absent).
 -- `dependencies` may be passed in by a caller that knows them (pop: a job
--- that can run never has any), `newest` as for read_history.
-function QlessJob.object(jid, v, dependencies, newest)
+-- that can run never has any), `newest` as for read_history, `untracked`
+-- when the caller knows ql:tracked does not exist.
+function QlessJob.object(jid, v, dependencies, newest, untracked)
   if not v[1] then
     return nil
   end
@@ -51,7 +52,7 @@ function QlessJob.object(jid, v, dependencies, newest)
     state = v[13],
     queue = v[3],
     worker = v[14] or '',
-    tracked = is_tracked(jid),
+    tracked = not untracked and is_tracked(jid),
     priority = tonumber(v[4]),
     expires = tonumber(v[15]) or 0,
     retries = tonumber(v[5]),

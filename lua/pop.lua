@@ -65,8 +65,9 @@ local function candidates(queue, now, count, expired, queued)
 end
 
 -- Hands one job to `worker`; returns its job object (nil if the hash is gone).
--- `time` is now as the job hash stores it (%.20f), printed once per pop.
-local function pop_one(now, queue, jid, worker, expires, cap, time)
+-- `time` is now as the job hash stores it (%.20f), printed once per pop;
+-- `untracked` when ql:tracked does not exist.
+local function pop_one(now, queue, jid, worker, expires, cap, time, untracked)
   local key = 'ql:j:' .. jid
   -- QlessJob.data's fields but the last three (state, worker, expires),
   -- which pop is about to overwrite.
@@ -93,7 +94,7 @@ local function pop_one(now, queue, jid, worker, expires, cap, time)
   rcall('zadd', 'ql:q:' .. queue .. '-locks', score_text(expires), jid)
   v[13], v[14], v[15] = 'running', worker, expires
   -- A job that can run has no dependencies left: no need to read them.
-  local object = QlessJob.object(jid, v, NONE, newest)
+  local object = QlessJob.object(jid, v, NONE, newest, untracked)
   if object.tracked then
     Qless.publish('popped', jid)
   end
@@ -114,12 +115,14 @@ function QlessQueue.pop(now, queue, worker, count)
   need(queue, 'Pop(): Arg "queue" missing')
   need(worker, 'Pop(): Arg "worker" missing')
   count = need_count(count, 'Pop(): Arg "count" missing or not a number: ')
-  -- Which of ql:config and the queue's -recur and -scheduled sets exist, in
-  -- one EXISTS (a key named twice counts twice: 1 for the config, 2 or 4 for
-  -- the sets). Without overrides or recurring/scheduled jobs (the usual
-  -- case) the config HMGET and the range queries are skipped.
+  -- Which of ql:config, ql:tracked and the queue's -recur and -scheduled sets
+  -- exist, in one EXISTS (a key named n times counts n times: 1 for the
+  -- config, 2 for tracked, 4 for each set). Without config overrides, tracked
+  -- jobs or recurring/scheduled jobs (the usual case) the config HMGET, the
+  -- ZSCORE of each popped job and the range queries are skipped.
   local recur, scheduled = 'ql:q:' .. queue .. '-recur', 'ql:q:' .. queue .. '-scheduled'
-  local present = rcall('exists', 'ql:config', recur, recur, scheduled, scheduled)
+  local present = rcall('exists', 'ql:config', 'ql:tracked', 'ql:tracked',
+    recur, recur, recur, recur, scheduled, scheduled, scheduled, scheduled)
   local config = NO_CONFIG
   if present % 2 == 1 then
     config = rcall('hmget', 'ql:config', queue .. '-heartbeat', 'heartbeat',
@@ -142,11 +145,12 @@ function QlessQueue.pop(now, queue, worker, count)
       end
     end
   end
-  jids = candidates(queue, now, count, jids, present >= 2)
+  jids = candidates(queue, now, count, jids, present >= 4)
   local popped = {}
   local time = #jids > 0 and string.format('%.20f', now) -- the `time` of every popped job
+  local untracked = present % 4 < 2
   for _, jid in ipairs(jids) do
-    popped[#popped + 1] = pop_one(now, queue, jid, worker, expires, cap, time)
+    popped[#popped + 1] = pop_one(now, queue, jid, worker, expires, cap, time, untracked)
   end
   call_chunked('zrem', 'ql:q:' .. queue .. '-work', jids)
   return popped

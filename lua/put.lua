@@ -93,10 +93,13 @@ end
 ]]
 function QlessQueue.put(now, p)
   local jid = p.jid
-  -- A new jid is the usual case: one EXISTS costs less than reading eight
-  -- absent fields (HMGET's reply for a missing hash, spelled out below).
+  -- Whether the job and ql:tracked exist, in one EXISTS (a key named twice
+  -- counts twice: 1 for the job, 2 for tracked). A new jid and no tracked job
+  -- are the usual case: reading eight absent fields (HMGET's reply for a
+  -- missing hash, spelled out below) or asking ZSCORE costs more.
+  local present = rcall('exists', 'ql:j:' .. jid, 'ql:tracked', 'ql:tracked')
   local old
-  if rcall('exists', 'ql:j:' .. jid) == 1 then
+  if present % 2 == 1 then
     old = rcall('hmget', 'ql:j:' .. jid, 'priority', 'tags', 'queue', 'state', 'failure', 'retries', 'worker', 'history')
   else
     old = { false, false, false, false, false, false, false, false }
@@ -136,7 +139,7 @@ function QlessQueue.put(now, p)
   if not rcall('zrank', 'ql:queues', p.queue) then
     rcall('zadd', 'ql:queues', 'NX', now, p.queue)
   end
-  if is_tracked(jid) then
+  if present >= 2 and is_tracked(jid) then
     Qless.publish('put', jid)
   end
   return jid
