@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 T0 = 1_700_000_000.0
 
@@ -38,3 +40,15 @@ def registry_restored() -> Iterator[None]:
         for name, defn in before.items():
             registry.unregister(name)
             registry.register(defn)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, every: float = 0.01,
+             what: str = "") -> Any:
+    """Poll until `predicate()` is truthy; returns its value (fails the test on timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")

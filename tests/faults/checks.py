@@ -130,18 +130,6 @@ def audited(client: Client, fleet: Fleet | None = None) -> Audit:
     return audit(client.redis, alive=lambda worker: pid_of(worker) in live)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, every: float = 0.05,
-             what: str = "") -> Any:
-    """Poll until `predicate()` is truthy; fail the test on timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-
-
 def put_jobs(client: Client, count: int, data: Callable[[int], dict[str, Any]],
              klass: str = "faults.work", queue: str = "q", **options: Any) -> list[str]:
     """Put `count` jobs with client-made jids; returns the jids whose put was acknowledged."""

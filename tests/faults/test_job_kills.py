@@ -19,10 +19,10 @@ from tests.faults.checks import (
     outcome,
     put_jobs,
     qless_client,
-    wait_for,
 )
 from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
 

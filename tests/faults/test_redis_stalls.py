@@ -26,10 +26,10 @@ from tests.faults.checks import (
     put_jobs,
     qless_client,
     settle,
-    wait_for,
 )
 from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]
 

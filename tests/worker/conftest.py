@@ -103,17 +103,6 @@ def job_state(client: Client, jid: str) -> str | None:
     return None if job is None else job.state
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, every: float = 0.01) -> Any:
-    """Poll until `predicate()` is truthy; returns its value (fails the test on timeout)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
-
-
 def in_thread(target: Callable[[], Any]) -> threading.Thread:
     """Run `target` in a daemon thread (for actions taken while the worker runs)."""
     thread = threading.Thread(target=target, daemon=True)

@@ -18,8 +18,9 @@ import pytest
 from django_qless.core import Client
 from django_qless.worker.shutdown import SignalHandlers
 from django_qless.worker.state import StopState
+from tests.support import wait_for
 
-from .conftest import WorkerProcess, job_state, wait_for
+from .conftest import WorkerProcess, job_state
 from .test_shutdown import alive
 
 Ledger = Callable[[], list[dict[str, Any]]]

@@ -13,7 +13,9 @@ import redis
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from .conftest import WorkerProcess, wait_for
+from tests.support import wait_for
+
+from .conftest import WorkerProcess
 
 Spawn = Callable[..., WorkerProcess]
 Ledger = Callable[[], list[dict[str, Any]]]

@@ -11,8 +11,9 @@ import redis
 
 from django_qless.core import Client
 from django_qless.worker import Worker
+from tests.support import wait_for
 
-from .conftest import SignalLog, in_thread, job_state, wait_for
+from .conftest import SignalLog, in_thread, job_state
 
 Ledger = Callable[[], list[dict[str, Any]]]
 

@@ -9,8 +9,9 @@ import pytest
 
 from django_qless.core import Client
 from tests.redis_harness import RedisServer
+from tests.support import wait_for
 
-from .conftest import WorkerProcess, wait_for
+from .conftest import WorkerProcess
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from django.core.management import call_command
 
 from django_qless.core import Client
 from django_qless.worker.runner import HANDED_BACK
+from tests.support import wait_for
 
-from .conftest import WorkerProcess, job_state, wait_for
+from .conftest import WorkerProcess, job_state
 
 Ledger = Callable[[], list[dict[str, Any]]]
 Spawn = Callable[..., WorkerProcess]

@@ -11,8 +11,9 @@ import redis
 from django_qless.core import Client
 from django_qless.worker import Worker
 from django_qless.worker.wakeup import Waker
+from tests.support import wait_for
 
-from .conftest import in_thread, wait_for
+from .conftest import in_thread
 
 Ledger = Callable[[], list[dict[str, Any]]]
 #: Generous bound for CI; the benchmark records the real figure.
