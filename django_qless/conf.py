@@ -40,7 +40,7 @@ TOP_KEYS = (
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = (
     "QUEUES", "STRATEGY", "PROCESSES", "MAX_JOBS", "MAX_MEMORY_MB", "TIME_LIMIT",
-    "SHUTDOWN_TIMEOUT", "POLL_INTERVAL",
+    "SHUTDOWN_TIMEOUT", "POLL_INTERVAL", "PREFETCH",
 )
 ADMIN_KEYS = ("MASKED_DATA_KEYS",)
 #: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
@@ -73,6 +73,8 @@ class WorkerSettings:
     time_limit: float | None = None
     shutdown_timeout: float = 30.0
     poll_interval: float = 5.0
+    #: Jobs a worker process pops ahead of the one it runs, while recent jobs are short.
+    prefetch: int = 1
     #: Seconds between lease renewals of a running job; None = a third of the queue's lease.
     heartbeat_interval: float | None = None
 
@@ -262,6 +264,7 @@ def read_worker(
         poll_interval=cast(
             float, reader.number(raw, "POLL_INTERVAL", path, 5.0, minimum=0, exclusive=True)
         ),
+        prefetch=cast(int, reader.integer(raw, "PREFETCH", path, 1, minimum=0)),
         heartbeat_interval=heartbeat,
     )
 
@@ -312,14 +315,16 @@ class Reader:
         return value
 
     def integer(
-        self, raw: Mapping[str, Any], key: str, path: str, default: int | None
+        self, raw: Mapping[str, Any], key: str, path: str, default: int | None,
+        *, minimum: int = 1,
     ) -> int | None:
-        """An int >= 1, or None where None is the default."""
+        """An int >= `minimum`, or None where None is the default."""
         value = raw.get(key, default)
         if value is None and default is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            self.error("E003", f"{path}[{key!r}]", f"must be an integer >= 1, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.error("E003", f"{path}[{key!r}]",
+                       f"must be an integer >= {minimum}, got {value!r}")
             return default
         return value
 

@@ -15,18 +15,19 @@ from django.db import close_old_connections
 
 from .. import signals
 from ..connection import aliases_for_queues, get_client
-from ..core import Client, Job, QlessError, Queue
+from ..core import Client, Job, LockLostError, QlessError, Queue
 from ..core.client import default_worker_name
 from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
+from .ahead import Ahead, Held, Typical
 from .health import check_startup
 from .interrupt import Interrupter
 from .memory import rss_mb
-from .monitor import Monitor
+from .monitor import RECENT_TTL, Monitor
 from .options import WorkerOptions
 from .order import QueueOrder
-from .pipeline import RoundTrips, ScriptMissing
-from .runner import JobRunner
+from .pipeline import Reply, RoundTrips, ScriptMissing
+from .runner import COMPLETING, JobRunner, Reported, complete_now, hand_back
 from .shutdown import SignalHandlers
 from .state import StopState
 from .wakeup import SLICE, Waker
@@ -65,14 +66,14 @@ class Worker:
         self.monitor = Monitor(
             self.client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
-            on_long_job=self.waker.quiet,
+            on_long_job=self.waker.quiet, on_held_too_long=self._release_held,
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, self.name)
         self.runner.complete = self._complete_and_pop
         self.trips = RoundTrips(self.client)
+        self.ahead = Ahead(self.client, self.trips)
+        self.typical = Typical()
         self.handlers = SignalHandlers(self.stop, self.name)
-        #: A job popped in the same round trip as the previous job's completion.
-        self._next: Job | None = None
         self.jobs_run = 0
         self.outcomes: Counter[str] = Counter()
         self._memory_checked = 0.0
@@ -113,23 +114,24 @@ class Worker:
 
     def run_once(self) -> bool:
         """Pop one job and run it to its end; False when every queue was empty."""
-        popped, self._next = self._next, None
-        if popped is None:
-            popped = self._pop()
+        popped = self._next_job()
         if popped is None:
             return False
         self.waker.popped()
         lease = max(float(popped.expires) - self.client.now(), 1.0)
+        started = time.monotonic()
         outcome = self.runner.run(popped, lease)
+        self.typical.observe(time.monotonic() - started)
         self.jobs_run += 1
-        self.outcomes[outcome] += 1
+        if outcome != COMPLETING:  # else counted when qless answers
+            self.outcomes[outcome] += 1
         return True
 
     def shutdown(self) -> None:
         """Stop the monitor, deregister, restore signal handlers, close DB connections."""
         logger.info("qless worker %s: stopping (%s)", self.name, self.stop.reason or "error")
-        self.trips.release()
-        self._give_back_next()
+        self._settle_replies()
+        self._give_back_held("worker shutdown")
         self.monitor.halt()
         self.waker.close()
         try:
@@ -164,7 +166,7 @@ class Worker:
             if ran:
                 self._check_limits()
                 continue
-            self.trips.release()
+            self._settle_replies()
             if self.options.burst:
                 self.stop.request("queues empty (burst)")
             elif not self.waker.listen():
@@ -172,55 +174,153 @@ class Worker:
                 # subscribing, pop once more first: a put may have come just before.)
                 self.waker.sleep(round_started)
 
-    def _complete_and_pop(self, job: Job) -> None:
-        """Complete `job` and, in the same round trip, pop the next one from the first queue."""
+    def _complete_and_pop(self, job: Job, reported: Reported) -> str:
+        """Complete `job`, popping ahead in the same round trip.
+
+        With a job already held (or on its way) the completion is only sent: the worker
+        starts that job at once and the answer is handled when read (`COMPLETING`).
+        Otherwise it waits for the answer and the pop, which brings the next job.
+        """
         self._check_limits(running=1)
         if self.stop.requested:
-            self.trips.release()
-            job.complete()
-            return
-        queue = self.order.round()[0]
-        calls: list[tuple[str, list[Any]]] = [
-            ("complete", [job.jid, self.name, job.queue_name, job.raw_data]),
-            ("pop", [queue.name, self.name, 1]),
-        ]
+            self._settle_replies()
+            return complete_now(job, reported)
+        complete = ("complete", [job.jid, self.name, job.queue_name, job.raw_data])
+        in_hand = self.ahead.in_hand()
+        if in_hand:
+            calls: list[tuple[str, list[Any]]] = [complete]
+            replies = [Reply(lambda value: self._answered(job, reported, value), deferred=True)]
+            for queue, count in self._asks(self._extra(self.jobs_run + 2, in_hand - 1)):
+                pop, receive = self.ahead.ask(queue, count)
+                calls.append(pop)
+                replies.append(receive)
+            self.trips.send(calls, replies)
+            return COMPLETING
+        asks = self._asks(1 + self._extra(self.jobs_run + 2, 0))
+        pops = [("pop", [queue.name, self.name, count]) for queue, count in asks]
         try:
-            completed, popped = self.trips.call_many(calls)
+            completed, *popped = self.trips.call_many([complete, *pops])
         except ScriptMissing:
-            self.trips.release()
-            job.complete()  # loads the script again; the next round pops as usual
-            return
-        if isinstance(popped, Exception):
-            logger.warning("qless worker %s: pop from %s failed: %s", self.name, queue.name, popped)
-        else:
-            jobs = self.client.jobs_from_json(popped)
-            if jobs:
-                self._next = jobs[0]
-                self.order.served(queue)
-        if self._next is None:
+            self._settle_replies()
+            return complete_now(job, reported)  # loads the script again
+        for (queue, _), reply in zip(asks, popped, strict=True):
+            if isinstance(reply, Exception):
+                logger.warning("qless worker %s: pop from %s failed: %s", self.name, queue.name,
+                               reply)
+            else:
+                self.ahead.hold(self.client.jobs_from_json(reply))
+        if not self.ahead.held:
             # No job in hand: the worker pops the plain way next, maybe after a sleep.
-            self.trips.release()
+            self._settle_replies()
         if isinstance(completed, Exception):
-            raise completed
+            return reported(completed)
         job.state = str(completed)
+        return reported(None)
 
-    def _give_back_next(self) -> None:
-        """A job popped along with a completion but not started: put it back unchanged."""
-        job, self._next = self._next, None
-        if job is None:
-            return
+    def _answered(self, job: Job, reported: Reported, value: Any) -> None:
+        """qless answered a completion sent without waiting: report it and count the outcome."""
         try:
-            job.requeue()
-        except (redis.RedisError, QlessError) as exc:
-            logger.warning("qless worker %s: could not give back job %s (%s); its lock will "
-                           "expire", self.name, job.jid, exc)
+            if isinstance(value, ScriptMissing):
+                outcome = complete_now(job, reported)  # nothing ran: complete it the plain way
+            elif isinstance(value, BaseException):
+                outcome = reported(value)
+            else:
+                job.state = str(value)
+                outcome = reported(None)
+        except Exception:
+            logger.exception("qless worker %s: could not report job %s", self.name, job.jid)
+            outcome = "unreported"
+        self.outcomes[outcome] += 1
+
+    def _next_job(self) -> Job | None:
+        """A held job (in pop order) if there is one, else the next from the queues."""
+        self.trips.collect()  # answers to earlier completions: their signals come first
+        while (held := self.ahead.next()) is not None:
+            self.trips.collect()
+            if self._still_ours(held):
+                return held.job
+        # Settle every completion first: this pop must see the jobs they released.
+        self._settle_replies()
+        return self._pop()
+
+    def _still_ours(self, held: Held) -> bool:
+        """A job held a while is heartbeated before it starts: it may have been lost since."""
+        waited = time.monotonic() - held.since
+        if waited < min(RECENT_TTL, held.lease / 2):
+            return True
+        try:
+            held.job.heartbeat()
+        except LockLostError as exc:
+            logger.info("qless worker %s: held job %s is no longer ours: %s", self.name,
+                        held.job.jid, exc.message)
+            self.outcomes["lock lost"] += 1
+            return False
+        return True
+
+    def _extra(self, number: int, in_hand: int) -> int:
+        """How many jobs to pop ahead, when the next to start is job `number` of this worker
+        and `in_hand` more are held or on their way after it."""
+        if not self.typical.short:
+            return 0
+        extra = self.options.prefetch - in_hand
+        if self.options.max_jobs is not None:
+            extra = min(extra, self.options.max_jobs - number - in_hand)
+        return max(extra, 0)
+
+    def _asks(self, count: int) -> list[tuple[Queue, int]]:
+        """The pops that ask for `count` jobs: one from the first queue when `ordered`; else
+        one job per queue in turn (round-robin moves on at once, as if each gave one)."""
+        if count <= 0:
+            return []
+        order = self.order.round()
+        if self.options.strategy == "ordered":
+            return [(order[0], count)]
+        asks = []
+        for number in range(count):
+            queue = order[number % len(order)]
+            self.order.served(queue)
+            asks.append((queue, 1))
+        return asks
+
+    def _settle_replies(self) -> None:
+        """Read and handle every reply owed, and give the kept connection back to the pool."""
+        try:
+            self.trips.release()
+        except redis.RedisError as exc:
+            # Each call still owed an answer has been given this error (reported as such).
+            logger.warning("qless worker %s: connection lost with answers owed (%s)", self.name,
+                           exc)
+        self.trips.collect()
+
+    def _release_held(self) -> None:
+        """The running job is long: give back the jobs held behind it (monitor thread)."""
+        self._give_back_held("held behind a long job")
+
+    def _give_back_held(self, reason: str) -> None:
+        """Put every held job back in its queue (they were popped but never started)."""
+        try:
+            jobs = self.ahead.take_all()
+        except redis.RedisError as exc:
+            logger.warning("qless worker %s: could not read the jobs popped ahead (%s); their "
+                           "locks will expire", self.name, exc)
+            return
+        for job in jobs:
+            try:
+                hand_back(job, self.name, reason)
+            except (redis.RedisError, QlessError) as exc:
+                logger.warning("qless worker %s: could not give back job %s (%s); its lock "
+                               "will expire", self.name, job.jid, exc)
 
     def _pop(self) -> Job | None:
         """The next job from the first queue (in strategy order) that has one."""
+        count = 1
+        if self.options.strategy == "ordered":  # other orders take one job per queue in turn
+            count += self._extra(self.jobs_run + 1, 0)
         for queue in self.order.round():
-            jobs = queue.pop()
+            jobs = queue.pop(count)
             if jobs:
                 self.order.served(queue)
+                self.ahead.hold(jobs[1:])
                 return jobs[0]
         return None
 
@@ -244,7 +344,7 @@ class Worker:
 
     def _pause(self, seconds: float) -> None:
         """Sleep, waking early on a stop request; the kept connection goes back to the pool."""
-        self.trips.release()
+        self._settle_replies()
         deadline = time.monotonic() + seconds
         while not self.stop.requested and (left := deadline - time.monotonic()) > 0:
             time.sleep(min(left, SLICE))

@@ -33,6 +33,9 @@ TICK = 0.5
 RECONNECT_DELAY = 1.0
 #: A job running longer than this is "long": `on_long_job` is called once for it.
 LONG_JOB = 5.0
+#: Jobs popped ahead are given back once the running job has taken this long (seconds), so
+#: they are started (or back in their queue) well within `RECENT_TTL` of their pop.
+HOLD_LIMIT = 1.0
 #: Events about jobs that were not (yet) running, kept briefly in case the job starts just
 #: after (the event can overtake the pop reply); older ones are stale.
 RECENT = 64
@@ -51,6 +54,7 @@ class Monitor(threading.Thread):
         shutdown_timeout: float,
         parent_pid: int | None = None,
         on_long_job: Callable[[], None] | None = None,
+        on_held_too_long: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
         self.client = client
@@ -59,6 +63,7 @@ class Monitor(threading.Thread):
         self.shutdown_timeout = shutdown_timeout
         self.parent_pid = parent_pid
         self.on_long_job = on_long_job
+        self.on_held_too_long = on_held_too_long
         self.current: RunningJob | None = None
         self.heartbeats = 0
         self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
@@ -230,6 +235,10 @@ class Monitor(threading.Thread):
             return
         if now >= running.next_heartbeat:
             self._heartbeat(running)
+        if (self.on_held_too_long is not None and not running.held_released
+                and now - running.started > HOLD_LIMIT):
+            running.held_released = True
+            self.on_held_too_long()
         if self.on_long_job is not None and not running.long and now - running.started > LONG_JOB:
             running.long = True
             self.on_long_job()

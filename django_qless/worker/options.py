@@ -24,6 +24,8 @@ class WorkerOptions:
     shutdown_timeout: float = 30.0
     #: Longest idle sleep between two pop rounds when no event or due time wakes the worker.
     poll_interval: float = 5.0
+    #: Jobs popped ahead of the running one while recent jobs are short (0: never).
+    prefetch: int = 1
     #: Seconds between lease renewals of a running job; None = a third of the lease.
     heartbeat_interval: float | None = None
     #: Exact worker name (unique per process: leave None for `host-pid-random`).
@@ -50,6 +52,7 @@ class WorkerOptions:
             "time_limit": worker.time_limit,
             "shutdown_timeout": worker.shutdown_timeout,
             "poll_interval": worker.poll_interval,
+            "prefetch": worker.prefetch,
             "heartbeat_interval": worker.heartbeat_interval,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})

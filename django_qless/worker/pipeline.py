@@ -15,17 +15,27 @@ a repeated `complete` or `pop` is not the same as the first.
 pool costs about as much as packing and parsing together); before each reuse it makes
 the same check the pool makes at checkout (no unread data, not closed by the server).
 The worker gives it back to the pool whenever it goes idle and at shutdown.
+
+`send()` writes calls without waiting for their replies, so Redis runs a completion while
+the worker already runs its next job. Each reply goes to the `Reply` given with its call,
+in order: at once, in whichever thread reads it, or, for `deferred` ones, at the next
+`collect()` (the worker thread, where signals are sent). Reads and writes hold `lock`, so
+the monitor thread can read replies ahead while the worker thread runs a long job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
 from redis.connection import Connection
 
 from ..core import Client
+from ..core.exceptions import ScriptError
 from ..core.script import is_script_error, translate
 
 Calls = Sequence[tuple[str, Sequence[Any]]]
@@ -35,6 +45,23 @@ class ScriptMissing(Exception):  # noqa: N818 - a signal to fall back, not an er
     """Redis does not have the script: nothing in the batch ran."""
 
 
+@dataclass
+class Reply:
+    """Where the reply of one sent call goes: the decoded value or the error, as an instance."""
+
+    handle: Callable[[Any], None]
+    #: Handled at the next `collect()` rather than by the thread that reads it.
+    deferred: bool = False
+
+
+@dataclass
+class _Pending:
+    """A sent call whose reply is not handled yet."""
+
+    command: str
+    reply: Reply
+
+
 class RoundTrips:
     """Batches of script calls for one thread, on a connection kept until `release()`."""
 
@@ -42,11 +69,75 @@ class RoundTrips:
         self.client = client
         self.pool = client.redis.connection_pool
         self._connection: Connection | None = None
+        #: Sent calls whose replies are unread, oldest first.
+        self._unread: deque[_Pending] = deque()
+        #: Read replies of deferred calls, waiting for `collect()`.
+        self._ready: deque[tuple[Reply, Any]] = deque()
+        self.lock = threading.RLock()
 
     def call_many(self, calls: Calls) -> list[Any]:
         """Run `(command, args)` pairs in one round trip; script errors are returned in place."""
         packed = pack(self.client.script.sha, self.client.now(), calls)
-        return results(calls, self._exchange(packed, len(calls)))
+        with self.lock:
+            self.read()
+            return results(calls, self._exchange(packed, len(calls)))
+
+    def send(self, calls: Calls, replies: Sequence[Reply]) -> None:
+        """Write `calls` now; each reply is handled by its `Reply` once read (see `read`)."""
+        packed = pack(self.client.script.sha, self.client.now(), calls)
+        with self.lock:
+            connection = self._checkout()
+            try:
+                connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
+            except Exception as exc:
+                # Lost with the connection: these calls fail like those sent before them.
+                self._drop(connection, exc)
+                for reply in replies:
+                    self._deliver(reply, exc)
+                return
+            except BaseException as exc:
+                self._drop(connection, exc)
+                raise
+            self._unread.extend(
+                _Pending(command, reply) for (command, _), reply in zip(calls, replies, strict=True)
+            )
+
+    @property
+    def waiting(self) -> int:
+        """How many sent calls have no reply read yet."""
+        return len(self._unread)
+
+    def read(self, *, wait: bool = True, until: Callable[[], bool] | None = None) -> None:
+        """Read the replies of sent calls in order: all, or those already here when not `wait`.
+
+        Stops early once `until()` is true. A lost connection fails every unread call.
+        """
+        with self.lock:
+            connection = self._connection
+            while self._unread and connection is not None:
+                try:
+                    if not wait and not connection.can_read(timeout=0):
+                        return
+                    try:
+                        value: Any = connection.read_response()
+                    except redis.ResponseError as exc:
+                        value = exc
+                except BaseException as exc:
+                    self._drop(connection, exc)
+                    raise
+                pending = self._unread.popleft()
+                self._deliver(pending.reply, decode(pending.command, value))
+                if until is not None and until():
+                    return
+
+    def collect(self) -> None:
+        """Hand the read replies of deferred calls to their handlers, in this thread."""
+        while True:
+            with self.lock:
+                if not self._ready:
+                    return
+                reply, value = self._ready.popleft()
+            reply.handle(value)
 
     @property
     def holding(self) -> bool:
@@ -54,10 +145,31 @@ class RoundTrips:
         return self._connection is not None
 
     def release(self) -> None:
-        """Give the connection back to the pool (the next round trip checks one out again)."""
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            self.pool.release(connection)
+        """Read and handle every reply, then give the connection back to the pool."""
+        with self.lock:
+            try:
+                self.read()
+            finally:
+                connection, self._connection = self._connection, None
+                if connection is not None:
+                    self.pool.release(connection)
+        self.collect()
+
+    def _deliver(self, reply: Reply, value: Any) -> None:
+        """Handle a reply now, or keep it for `collect()`."""
+        if reply.deferred:
+            self._ready.append((reply, value))
+        else:
+            reply.handle(value)
+
+    def _drop(self, connection: Connection, exc: BaseException) -> None:
+        """The connection is out of step or gone: every unread call gets `exc` as its reply."""
+        connection.disconnect()  # type: ignore[no-untyped-call]
+        self._connection = None
+        self.pool.release(connection)
+        unread, self._unread = self._unread, deque()
+        for pending in unread:
+            self._deliver(pending.reply, exc)
 
     def _exchange(self, packed: bytes, count: int) -> list[Any]:
         """Send `packed` and read `count` replies (error replies kept in place)."""
@@ -71,10 +183,9 @@ class RoundTrips:
                 except redis.ResponseError as exc:
                     # An error reply: the connection is still in step, read on.
                     replies.append(exc)
-        except BaseException:
+        except BaseException as exc:
             # Replies may still be in flight; a connection with unread data must not be reused.
-            connection.disconnect()  # type: ignore[no-untyped-call]
-            self.release()
+            self._drop(connection, exc)
             raise
         return replies
 
@@ -84,6 +195,8 @@ class RoundTrips:
         if connection is None:
             connection = self._connection = self.pool.get_connection()
             return connection
+        if self._unread:
+            return connection  # replies are owed on it: unread data is expected
         try:
             # Unread data or EOF: the server closed it, or something is out of step.
             dirty = connection.can_read()
@@ -103,19 +216,25 @@ def call_many(client: Client, calls: Calls) -> list[Any]:
         trips.release()
 
 
+def decode(command: str, reply: Any) -> Any:
+    """One reply as `results` gives it, but every error returned in place as an instance."""
+    if isinstance(reply, redis.exceptions.NoScriptError):
+        return ScriptMissing(str(reply))
+    if isinstance(reply, redis.ResponseError) and is_script_error(reply):
+        return translate(command, reply)
+    if isinstance(reply, bytes):
+        return reply.decode("utf-8")
+    return reply
+
+
 def results(calls: Calls, replies: list[Any]) -> list[Any]:
     """Decode replies; script errors become `ScriptError`s in place, others are raised."""
     out: list[Any] = []
     for (command, _), reply in zip(calls, replies, strict=True):
-        if isinstance(reply, redis.exceptions.NoScriptError):
-            raise ScriptMissing(str(reply))
-        if isinstance(reply, redis.ResponseError) and is_script_error(reply):
-            reply = translate(command, reply)
-        elif isinstance(reply, Exception):
-            raise reply
-        elif isinstance(reply, bytes):
-            reply = reply.decode("utf-8")
-        out.append(reply)
+        value = decode(command, reply)
+        if isinstance(value, Exception) and not isinstance(value, ScriptError):
+            raise value
+        out.append(value)
     return out
 
 

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -30,6 +31,11 @@ logger = logging.getLogger("django_qless.worker")
 
 #: History entry written when a job is handed back at shutdown.
 HANDED_BACK = "handed-back"
+#: What `run` returns for a job whose completion was sent but is not answered yet.
+COMPLETING = "completing"
+
+#: Reports how qless answered a completion (None: it was accepted); returns the outcome.
+Reported = Callable[[BaseException | None], str]
 
 
 @dataclass
@@ -51,8 +57,9 @@ class JobRunner:
         self.interrupter = interrupter
         self.worker_name = worker_name
         self.databases = ConnectionHygiene()
-        #: Completes a job; the worker swaps in one that also pops the next job.
-        self.complete: Callable[[Job], None] = _complete
+        #: Completes a job and reports how that went; the worker swaps in one that also pops
+        #: ahead, and may report later (it then returns `COMPLETING`).
+        self.complete: Callable[[Job, Reported], str] = complete_now
 
     def run(self, job: Job, lease: float) -> str:
         """Run a popped job to its end; returns what happened to it (for counters and tests)."""
@@ -101,9 +108,7 @@ class JobRunner:
             if running.lost is not None:
                 return self._lost(definition, job, running.lost)
             if outcome.kind == "done":
-                self.complete(job)
-                self._send(signals.job_completed, definition, job, duration=outcome.duration)
-                return "completed"
+                return self.complete(job, partial(self._reported, definition, job, outcome))
             if isinstance(outcome.exc, ShutdownTimeout):
                 return self._hand_back(definition, job, outcome)
             if outcome.kind == "retry" and isinstance(outcome.exc, RetryJob):
@@ -116,6 +121,21 @@ class JobRunner:
                              "will expire and qless will hand it out again",
                              self.worker_name, job.jid, outcome.kind)
             return "unreported"
+
+    def _reported(self, definition: Definition, job: Job, outcome: Outcome,
+                  error: BaseException | None) -> str:
+        """How qless answered the completion of a job that succeeded."""
+        if error is None:
+            self._send(signals.job_completed, definition, job, duration=outcome.duration)
+            return "completed"
+        if isinstance(error, LockLostError):
+            return self._lost(definition, job, error.message)
+        if isinstance(error, redis.RedisError):
+            logger.error("qless worker %s: could not report job %s (done) to Redis (%s); its "
+                         "lock will expire and qless will hand it out again",
+                         self.worker_name, job.jid, error)
+            return "unreported"
+        raise error
 
     def _failed(self, definition: Definition, job: Job, outcome: Outcome) -> str:
         """Fail the job into `<queue>-<Exception>`, or retry it when its policy says so."""
@@ -153,18 +173,8 @@ class JobRunner:
         return "retried"
 
     def _hand_back(self, definition: Definition, job: Job, outcome: Outcome) -> str:
-        """Shutdown deadline passed: put the job back in its queue without spending a retry.
-
-        A heartbeat first proves the job is still ours (otherwise the re-put would take it
-        from its new owner). `requeue` by this worker keeps priority, tags, retries and data;
-        qless's put sets `remaining` back to `retries`, so nothing is spent (a job that had
-        already used retries gets them back). The history shows a `handed-back` entry, then
-        the `put`.
-        """
-        job.heartbeat()
-        job.log(HANDED_BACK, {"worker": self.worker_name, "reason": "worker shutdown",
-                              "after": round(outcome.duration, 3)})
-        job.requeue()
+        """Shutdown deadline passed: put the job back in its queue without spending a retry."""
+        hand_back(job, self.worker_name, "worker shutdown", after=round(outcome.duration, 3))
         logger.warning("qless worker %s: job %s did not finish within the %ss shutdown timeout;"
                        " handed back to queue %s", self.worker_name, job.jid,
                        self.options.shutdown_timeout, job.queue_name)
@@ -202,6 +212,24 @@ class JobRunner:
             logger.exception("qless worker %s: a signal receiver failed", self.worker_name)
 
 
-def _complete(job: Job) -> None:
-    """qless `complete`, one round trip."""
-    job.complete()
+def complete_now(job: Job, reported: Reported) -> str:
+    """qless `complete` in one round trip of its own; returns what `reported` makes of it."""
+    try:
+        job.complete()
+    except (LockLostError, redis.RedisError) as exc:
+        return reported(exc)
+    return reported(None)
+
+
+def hand_back(job: Job, worker_name: str, reason: str, **details: Any) -> None:
+    """Put a job this worker holds back in its queue, without spending a retry.
+
+    A heartbeat first proves the job is still ours (otherwise the re-put would take it
+    from its new owner). `requeue` by this worker keeps priority, tags, retries and data;
+    qless's put sets `remaining` back to `retries`, so nothing is spent (a job that had
+    already used retries gets them back). The history shows a `handed-back` entry, then
+    the `put`.
+    """
+    job.heartbeat()
+    job.log(HANDED_BACK, {"worker": worker_name, "reason": reason, **details})
+    job.requeue()

@@ -25,6 +25,8 @@ class RunningJob:
     interrupted: str | None = None
     #: Set once the job has run longer than the monitor's LONG_JOB.
     long: bool = False
+    #: Set once jobs held behind it were given back (it ran longer than HOLD_LIMIT).
+    held_released: bool = False
 
     def __post_init__(self) -> None:
         self.next_heartbeat = self.started + self.interval

@@ -127,7 +127,8 @@ def test_next_job_comes_with_the_completion_and_goes_back_if_not_started(
     worker.shutdown()
     job = qless.get_job(second)
     assert job is not None and job.state == "waiting"
-    assert [h.what for h in job.history] == ["put", "popped", "put"]
+    assert [h.what for h in job.history] == ["put", "popped", "handed-back", "put"]
+    assert job.history[2].extra["reason"] == "worker shutdown"
 
 
 def test_a_flushed_script_is_loaded_again(qless: Client, put: Callable[..., str],

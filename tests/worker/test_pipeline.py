@@ -11,9 +11,9 @@ import redis
 from redis.connection import Connection
 
 from django_qless.core import Client, Job, LockLostError
-from django_qless.worker.pipeline import RoundTrips, ScriptMissing, call_many, pack
+from django_qless.worker.pipeline import Reply, RoundTrips, ScriptMissing, call_many, pack
 from tests.redis_harness import RedisServer
-from tests.support import FakeClock
+from tests.support import FakeClock, wait_for
 
 from .conftest import job_state
 
@@ -238,3 +238,66 @@ def test_the_worker_gives_its_connection_back_when_the_queue_runs_dry(
     assert [job_state(qless, jid) for jid in jids] == ["complete"] * 2 + ["failed"] + [
         "complete"] * 2
     assert worker.jobs_run == 5 and not worker.trips.holding
+
+
+def test_sent_calls_are_answered_in_order_deferred_ones_at_collect(client: Client) -> None:
+    first = popped(client, {"n": 1}, {"n": 2})
+    trips = RoundTrips(client)
+    seen: list[tuple[str, Any]] = []
+    trips.send(complete_and_pop(first), [
+        Reply(lambda value: seen.append(("complete", value)), deferred=True),
+        Reply(lambda value: seen.append(("pop", value))),
+    ])
+    assert trips.waiting == 2 and seen == []
+    trips.read()
+    assert trips.waiting == 0
+    [(what, reply)] = seen  # the pop is handled as it is read, the completion waits
+    assert what == "pop" and [j.data for j in client.jobs_from_json(reply)] == [{"n": 2}]
+    trips.collect()
+    assert seen[1] == ("complete", "complete")
+    trips.release()
+    assert in_step(client)
+
+
+def test_reading_without_waiting_takes_only_the_replies_already_here(client: Client) -> None:
+    job = popped(client, {"n": 1})
+    trips = RoundTrips(client)
+    seen: list[Any] = []
+    trips.send([("complete", [job.jid, "w1", "q", job.raw_data])], [Reply(seen.append)])
+    wait_for(lambda: trips.read(wait=False) or seen, what="the reply, read without waiting")
+    assert seen == ["complete"] and trips.waiting == 0
+    trips.release()
+
+
+def test_a_refused_call_sent_ahead_gets_its_typed_error(client: Client) -> None:
+    job = popped(client, {"n": 1})
+    client.timeout(job.jid)
+    trips = RoundTrips(client)
+    seen: list[Any] = []
+    trips.send([("complete", [job.jid, "w1", "q", job.raw_data])], [Reply(seen.append)])
+    trips.release()
+    [error] = seen
+    assert isinstance(error, LockLostError)
+    assert in_step(client)
+
+
+def test_a_lost_connection_fails_every_unread_call(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = popped(client, {"n": 1}, {"n": 2})
+    trips = RoundTrips(client)
+    seen: list[Any] = []
+    trips.send(complete_and_pop(job), [Reply(seen.append), Reply(seen.append)])
+    kept = trips._connection
+    assert kept is not None
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise redis.ConnectionError("gone")
+
+    monkeypatch.setattr(kept, "read_response", gone)
+    with pytest.raises(redis.ConnectionError):
+        trips.read()
+    monkeypatch.undo()
+    assert [type(error) for error in seen] == [redis.ConnectionError, redis.ConnectionError]
+    assert trips.waiting == 0 and not trips.holding
+    assert kept._sock is None

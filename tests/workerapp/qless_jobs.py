@@ -162,3 +162,17 @@ def flush_scripts(job: Job) -> None:
 def exits() -> None:
     """Calls sys.exit() (a job bug, not a request to stop the worker)."""
     raise SystemExit(3)
+
+
+@qless_job(name="worker.peek", takes_job=True)
+def peek(job: Job, jid: str) -> None:
+    """Records the state of another job, and which worker holds it, while this one runs."""
+    other = job.client.get_job(jid)
+    record(job, "peek", state=other and other.state, holder=other and other.worker)
+
+
+@qless_job(name="worker.cancel", takes_job=True)
+def cancel(job: Job, jid: str) -> None:
+    """Cancels another job."""
+    job.client.cancel(jid)
+    record(job, "canceled", other=jid)

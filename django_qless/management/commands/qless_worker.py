@@ -30,6 +30,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def seconds(text: str) -> float:
     """argparse type: a finite number of seconds >= 0."""
     try:
@@ -89,6 +100,9 @@ class Command(BaseCommand):
                             help="longest idle sleep when no event wakes the worker")
         parser.add_argument("--heartbeat-interval", type=positive_seconds, metavar="SECONDS",
                             help="seconds between lock renewals (default: a third of the lease)")
+        parser.add_argument("--prefetch", type=non_negative_int, metavar="N",
+                            help="jobs each process pops ahead of the one it runs while recent "
+                                 "jobs are short (default 1; 0 pops only when free)")
         parser.add_argument("--worker-name",
                             help="worker name (default host-pid-random; with --processes a "
                                  "-<n> suffix is added)")
@@ -114,6 +128,7 @@ class Command(BaseCommand):
         shutdown_timeout: float | None,
         poll_interval: float | None,
         heartbeat_interval: float | None,
+        prefetch: int | None,
         worker_name: str | None,
         startup_delay: float,
         reload: bool,
@@ -130,7 +145,7 @@ class Command(BaseCommand):
                 burst=burst, max_jobs=max_jobs, max_memory_mb=max_memory,
                 time_limit=time_limit, shutdown_timeout=shutdown_timeout,
                 poll_interval=poll_interval, heartbeat_interval=heartbeat_interval,
-                name=worker_name, startup_delay=startup_delay,
+                prefetch=prefetch, name=worker_name, startup_delay=startup_delay,
             )
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,110 @@
+"""Jobs popped ahead: the worker asks for its next job while it still runs the current one.
+
+A serial worker that pops only when it is free waits a round trip (and Redis' pop) between
+every two jobs. Popping ahead hides that wait: the pop goes out with the completion of the
+job before, and its reply is read when the worker is ready for the next job. A job held
+this way is already the worker's in Redis (locked, leased) but not started: the worker
+starts it in pop order, or gives it back (see `Worker`) when it has been held too long.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import Client, Job, Queue
+from .pipeline import Reply, RoundTrips
+
+logger = logging.getLogger("django_qless.worker")
+
+#: Pop ahead only while recent jobs ran at most this long on average (seconds): holding a
+#: job back behind longer ones would delay it more than the saved round trip is worth.
+SHORT_JOB = 0.1
+#: Weight of the newest duration in the running average.
+SMOOTHING = 0.2
+
+
+@dataclass
+class Held:
+    """A popped job that has not started yet."""
+
+    job: Job
+    #: When the pop reply was read (monotonic).
+    since: float
+    #: Seconds its lease had left then.
+    lease: float
+
+
+class Typical:
+    """A running average of how long the worker's jobs take."""
+
+    def __init__(self) -> None:
+        self.seconds: float | None = None
+
+    def observe(self, seconds: float) -> None:
+        """Add one job's duration."""
+        previous = self.seconds
+        self.seconds = seconds if previous is None else previous + SMOOTHING * (seconds - previous)
+
+    @property
+    def short(self) -> bool:
+        """True when recent jobs were short enough to pop ahead of them."""
+        return self.seconds is not None and self.seconds <= SHORT_JOB
+
+
+class Ahead:
+    """The jobs a worker holds, and the pops whose replies are still on their way."""
+
+    def __init__(self, client: Client, trips: RoundTrips) -> None:
+        self.client = client
+        self.trips = trips
+        self.held: deque[Held] = deque()
+        #: Jobs asked for by pops whose reply is unread (at most that many will come).
+        self.asked = 0
+        # One lock with the connection: the monitor thread reads replies ahead too.
+        self.lock = trips.lock
+
+    def in_hand(self) -> int:
+        """Jobs held plus jobs asked for: how many may start without another pop."""
+        with self.lock:
+            return len(self.held) + self.asked
+
+    def ask(self, queue: Queue, count: int) -> tuple[tuple[str, list[Any]], Reply]:
+        """A pop of `count` jobs to send, and where its reply goes (into the held jobs)."""
+
+        def receive(value: Any) -> None:
+            self.asked -= count
+            if isinstance(value, BaseException):
+                logger.warning("qless worker %s: pop from %s failed: %s",
+                               self.client.worker_name, queue.name, value)
+                return
+            self.hold(self.client.jobs_from_json(value))
+
+        with self.lock:
+            self.asked += count
+        return ("pop", [queue.name, self.client.worker_name, count]), Reply(receive)
+
+    def hold(self, jobs: list[Job]) -> None:
+        """Keep popped jobs to start later, in the order given."""
+        now, clock = time.monotonic(), self.client.now()
+        with self.lock:
+            self.held.extend(Held(job, now, float(job.expires) - clock) for job in jobs)
+
+    def next(self) -> Held | None:
+        """The oldest held job; waits for a pop on its way when none is held yet."""
+        with self.lock:
+            self.trips.read(wait=False)
+            if not self.held and self.asked:
+                self.trips.read(until=lambda: bool(self.held) or not self.asked)
+            return self.held.popleft() if self.held else None
+
+    def take_all(self) -> list[Job]:
+        """Every held job, the ones on their way included (to give them back)."""
+        with self.lock:
+            self.trips.read()
+            jobs = [held.job for held in self.held]
+            self.held.clear()
+        return jobs
