@@ -156,6 +156,8 @@ MALFORMED = [
     ({"WORKER": {"SHUTDOWN_TIMEOUT": -1}}, "QLESS['WORKER']['SHUTDOWN_TIMEOUT']",
      "django_qless.E003"),
     ({"WORKER": {"POLL_INTERVAL": 0}}, "QLESS['WORKER']['POLL_INTERVAL']", "django_qless.E003"),
+    ({"WORKER": {"PREFETCH": -1}}, "QLESS['WORKER']['PREFETCH']", "django_qless.E003"),
+    ({"WORKER": {"PREFETCH": True}}, "QLESS['WORKER']['PREFETCH']", "django_qless.E003"),
 ]
 
 

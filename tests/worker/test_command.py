@@ -22,6 +22,7 @@ from .conftest import job_state
     [
         (["--processes", "0"], "--processes: must be >= 1"),
         (["--max-jobs", "x"], "--max-jobs: expected an integer"),
+        (["--prefetch", "-1"], "--prefetch: must be >= 0"),
         (["--time-limit", "-1"], "--time-limit: must be a finite number >= 0"),
         (["--time-limit", "0"], "--time-limit: must be > 0"),
         (["--shutdown-timeout", "inf"], "--shutdown-timeout: must be a finite number"),
@@ -58,6 +59,15 @@ def test_options_override_settings(settings: Any, qless_settings: dict[str, Any]
     settings.QLESS = {**qless_settings, "WORKER": {"SHUTDOWN_TIMEOUT": 9, "MAX_JOBS": 5}}
     options = WorkerOptions.from_settings(max_jobs=2, time_limit=None)
     assert (options.max_jobs, options.shutdown_timeout, options.poll_interval) == (2, 9.0, 5.0)
+    assert options.prefetch == 1
+
+
+def test_prefetch_comes_from_settings_and_the_option_wins(
+    settings: Any, qless_settings: dict[str, Any]
+) -> None:
+    settings.QLESS = {**qless_settings, "WORKER": {"PREFETCH": 0}}
+    assert WorkerOptions.from_settings().prefetch == 0
+    assert WorkerOptions.from_settings(prefetch=3).prefetch == 3
 
 
 def test_queues_on_two_connections_are_refused(
