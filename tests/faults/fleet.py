@@ -47,6 +47,8 @@ class Fleet:
     restart: bool = True
     #: Seconds the workers' clocks are moved by (see tests/faults/skewed.py); None: not moved.
     clock_offset: float | None = None
+    #: Arguments run instead of `-m django qless_worker` (a module wrapping the command).
+    launcher: tuple[str, ...] = ()
     members: dict[int, Member] = field(default_factory=dict)
     #: (monotonic time, what, pid, detail): signals sent, deaths, restarts.
     events: list[tuple[float, str, int, str]] = field(default_factory=list)
@@ -89,6 +91,8 @@ class Fleet:
         command = ["-m", "django", "qless_worker"]
         if self.clock_offset is not None:
             command = ["-m", "tests.faults.skewed", str(self.clock_offset)]
+        if self.launcher:
+            command = list(self.launcher)
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, *command, *self.args],
