@@ -8,12 +8,14 @@
 
 `check_startup()` raises `QlessConfigurationError` listing every problem found. A Redis
 that refuses `INFO` or `TIME` (managed services rename or forbid commands) is not a
-problem in itself: that check is skipped with a warning.
+problem in itself: that check is skipped with a warning. `ClockWatch` repeats the clock
+check while the worker runs, since a clock can also be stepped after start-up.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +29,10 @@ logger = logging.getLogger("django_qless.worker")
 SAFE_POLICY = "noeviction"
 #: The allowed clock skew, as a fraction of the shortest lease of the worker's queues.
 SKEW_FRACTION = 0.25
+#: Bounds (seconds) of the interval between two clock checks of a running worker, which is
+#: half the shortest lease in between: a step is caught before a lock it skews runs out.
+CLOCK_CHECK_MIN = 1.0
+CLOCK_CHECK_MAX = 60.0
 
 
 def eviction_problem(memory_info: Mapping[str, Any]) -> str | None:
@@ -89,3 +95,26 @@ def _guarded(what: str, check: Callable[[], str | None]) -> str | None:
     except redis.ResponseError as exc:
         logger.warning("qless worker: cannot check %s (%s); skipped", what, exc)
         return None
+
+
+class ClockWatch:
+    """Re-checks the clock of a running worker, at most every half lease (within bounds)."""
+
+    def __init__(self, client: Client, queues: Sequence[Queue]) -> None:
+        self.client = client
+        self.queues = queues
+        self._due = time.monotonic() + CLOCK_CHECK_MIN
+
+    def problem(self) -> str | None:
+        """The skew problem when a check is due and finds one, else None."""
+        now = time.monotonic()
+        if now < self._due or not self.queues:
+            return None
+        self._due = now + CLOCK_CHECK_MAX
+        try:
+            name, lease = shortest_lease(self.queues)
+            self._due = now + min(max(lease / 2, CLOCK_CHECK_MIN), CLOCK_CHECK_MAX)
+            return _guarded("clock skew", lambda: skew_problem(measure_skew(self.client),
+                                                                name, lease))
+        except redis.RedisError:
+            return None  # the worker's loop reports Redis being away; check again later

@@ -20,7 +20,7 @@ from ..core.client import default_worker_name
 from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
 from .ahead import Ahead, Held, Typical
-from .health import check_startup
+from .health import ClockWatch, check_startup
 from .interrupt import Interrupter
 from .memory import rss_mb
 from .monitor import RECENT_TTL, Monitor
@@ -74,6 +74,9 @@ class Worker:
         self.ahead = Ahead(self.client, self.trips)
         self.typical = Typical()
         self.handlers = SignalHandlers(self.stop, self.name)
+        self.clock = ClockWatch(self.client, self.order.queues)
+        #: What `run()` returns: 1 once the worker stopped itself over a stepped clock.
+        self.exit_status = 0
         self.jobs_run = 0
         self.outcomes: Counter[str] = Counter()
         self._memory_checked = 0.0
@@ -110,7 +113,7 @@ class Worker:
             self._loop()
         finally:
             self.shutdown()
-        return 0
+        return self.exit_status
 
     def run_once(self) -> bool:
         """Pop one job and run it to its end; False when every queue was empty."""
@@ -149,6 +152,8 @@ class Worker:
     def _loop(self) -> None:
         """Pop and run until asked to stop; sleep on events when there is nothing to do."""
         while not self.stop.requested:
+            if self._clock_stepped():
+                break
             round_started = self.client.now()
             try:
                 ran = self.run_once()
@@ -173,6 +178,17 @@ class Worker:
                 # Already listening: nothing was put since, so sleep. (Right after
                 # subscribing, pop once more first: a put may have come just before.)
                 self.waker.sleep(round_started)
+
+    def _clock_stepped(self) -> bool:
+        """Stop (exit status 1) when the clock has moved too far from Redis' since start-up."""
+        problem = self.clock.problem()
+        if problem is None:
+            return False
+        # Its pops and renewals would now judge every lease wrongly; a restart checks again.
+        logger.error("qless worker %s: %s; stopping", self.name, problem)
+        self.exit_status = 1
+        self.stop.request(problem)
+        return True
 
     def _complete_and_pop(self, job: Job, reported: Reported) -> str:
         """Complete `job`, popping ahead in the same round trip.

@@ -12,10 +12,15 @@ as they would after an NTP step.
 - D3, forward: after a +1 h step, a recurring job (interval 60 s, backlog 1) spawns at
   most 2 jobs, while a template without a backlog in the same queue catches up all 60
   missed runs (so the step did reach the pops).
-- D3, backward: after a -1 h step the worker keeps working: no job is lost or run twice,
-  the recurring job does not fire again, `stats` still answers (durations measured across
-  the step are negative). The skew guard runs only at start-up: the running worker does
-  not notice the step, a worker started with the stepped clock refuses to start.
+- D3, backward: after a -1 h step the running worker's clock guard trips within its
+  interval (half the lease, here a 4 s lease: 2 s): the worker finishes its job, stops
+  with exit status 1, and a worker started with the stepped clock refuses to start. A
+  worker with a good clock then drains the rest: no job is lost or run twice, the
+  recurring job does not fire again, `stats` still answers (durations measured across
+  the step are negative).
+- After the forward step the worker's clock guard stops it too (exit status 1, within
+  its interval: 30 s at the default 60 s lease, or at its first check a second after
+  start); a peek by a client an hour ahead stands in for the pops it may not have made.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ EARLY_SLACK = 0.002
 DUE_WAKE_BOUND = 1.0
 INTERVAL = 60
 HOUR = 3600
+#: The lease of the backward-step test: its worker checks its clock every 2 s.
+GUARDED_LEASE = 4
 NO_ARGS: dict[str, Any] = {"args": [], "kwargs": {}}
 
 
@@ -74,6 +81,13 @@ def spawned(client: Client, jid: str) -> int:
     template = client.recurring(jid)
     assert template is not None
     return template.count
+
+
+def handed(client: Client, jid: str) -> int:
+    """How many times the job was handed back to its queue by a stopping worker."""
+    job = client.get_job(jid)
+    assert job is not None
+    return sum(entry.what == "handed-back" for entry in job.history)
 
 
 def ms(seconds: float) -> float:
@@ -116,66 +130,87 @@ def test_a_forward_step_spawns_at_most_two_runs_of_a_backlog_1_job(
     queue = client.queue("q")
     queue.recur("faults.work", NO_ARGS, INTERVAL, jid="bounded", backlog=1)
     queue.recur("faults.work", NO_ARGS, INTERVAL, jid="unbounded")  # every missed run
-    fleet = stepped_worker(fleets, server, clock)
+    fleet = stepped_worker(fleets, server, clock, restart=False)
+    [pid] = fleet.pids()
     wait_for(lambda: starts(fleet).keys() >= {"bounded-1", "unbounded-1"}, 20,
              what="the first runs")
     before = {jid: spawned(client, jid) for jid in ("bounded", "unbounded")}
     step_to(clock, HOUR)
-    wait_for(lambda: spawned(client, "unbounded") >= before["unbounded"] + HOUR // INTERVAL - 1,
-             15, what="the catch-up of the template without backlog")
-    # Keep polling (every 0.2 s) a while: the catch-up is over, nothing more may spawn.
-    time.sleep(1.5)
+    # Whether the worker pops with the stepped clock before its guard stops it is a race;
+    # a pop by a client an hour ahead makes sure the step reaches the templates.
+    code = fleet.wait_exit(pid, 40)
+    ahead = Client(client.redis, clock=lambda: time.time() + HOUR, worker_name="ahead")
+    queue_ahead = ahead.queue("q")
+    queue_ahead.peek(1)
     after = {jid: spawned(client, jid) for jid in ("bounded", "unbounded")}
     total = sum(after.values())
+    drain = fleets(server.url, 1, "q")
     wait_for(lambda: completed(client) >= total, 15, what="every spawned job's completion")
     jids = [f"{jid}-{n}" for jid, count in after.items() for n in range(1, count + 1)]
-    result = outcome(client, jids, fleet)
+    result = outcome(client, jids, drain)
+    runs_by_jid = ledger.starts(ledger.read(fleet.ledger_dir) + ledger.read(drain.ledger_dir))
+    duplicates = sum(len(found) for found in runs_by_jid.values()) - len(runs_by_jid)
     figures.update(step_s=HOUR, interval=INTERVAL,
                    bounded_spawned=after["bounded"] - before["bounded"],
                    unbounded_spawned=after["unbounded"] - before["unbounded"],
-                   jobs=len(jids), lost=len(result.lost), duplicates=result.duplicates,
-                   worker_running=fleet.restarts == 0 and bool(fleet.live_pids()))
+                   stepped_worker_exit=code, jobs=len(jids), lost=len(result.lost),
+                   duplicates=duplicates)
     assert 1 <= after["bounded"] - before["bounded"] <= 2
     assert after["unbounded"] - before["unbounded"] in (HOUR // INTERVAL, HOUR // INTERVAL + 1)
-    assert result.lost == [] and result.duplicates == 0 and result.audit.clean
-    assert fleet.restarts == 0 and fleet.live_pids()
+    assert code == 1 and "clock skew" in fleet.output()
+    assert result.lost == [] and duplicates == 0 and result.audit.clean
 
 
-def test_a_backward_step_loses_nothing_and_spawns_nothing_twice(
+def test_a_backward_step_stops_the_worker_and_loses_nothing(
     server: RedisServer, fleets: Fleets, figures: dict[str, Any], tmp_path: Path,
 ) -> None:
     client = qless_client(server)
+    client.config.put("heartbeat", GUARDED_LEASE)
     clock = tmp_path / "offset"
     step_to(clock, 0)
     queue = client.queue("q")
     queue.recur("faults.work", NO_ARGS, INTERVAL, jid="tick", backlog=1)
-    fleet = stepped_worker(fleets, server, clock)
+    fleet = stepped_worker(fleets, server, clock, restart=False)
+    [pid] = fleet.pids()
     wait_for(lambda: "tick-1" in starts(fleet), 20, what="the first run")
     long = queue.put("faults.work", {"args": [], "kwargs": {"ms": 2000}}, jid="long")
     wait_for(lambda: long in starts(fleet), 10, what="the long job's start")
+    stepped_at = time.monotonic()
     step_to(clock, -HOUR)  # while `long` runs: renewed and completed an hour in the past
     short = [queue.put("faults.work", NO_ARGS, jid=f"short-{n}") for n in range(5)]
     acked = ["tick-1", long, *short]
-    wait_for(lambda: unfinished(client, acked) == 0, 20, what="every job's end")
-    # Keep polling (every 0.2 s) a while, an hour before the first run: no run may repeat.
-    time.sleep(1.5)
-    result = outcome(client, acked, fleet)
-    waits, runs = day_stats(client, [time.time(), time.time() - HOUR])
+    code = fleet.wait_exit(pid, 15)
+    stopped_after = time.monotonic() - stepped_at
+    stepped_output = fleet.output()
     refused = stepped_worker(fleets, server, clock, restart=False)
-    code = refused.wait_exit(refused.pids()[0], 20)
-    output = refused.output()
-    tracebacks = fleet.output().count("Traceback")
-    figures.update(step_s=-HOUR, jobs=len(acked), lost=len(result.lost),
-                   duplicates=result.duplicates, tick_spawned=spawned(client, "tick"),
-                   wait_samples=waits[0], wait_off_histogram=waits[1],
-                   run_samples=runs[0], run_off_histogram=runs[1], tracebacks=tracebacks,
-                   running_worker="kept working", restarted_worker_exit=code)
-    assert result.lost == [] and result.duplicates == 0 and result.audit.clean
+    refused_code = refused.wait_exit(refused.pids()[0], 20)
+    drain = fleets(server.url, 1, "q")
+    wait_for(lambda: unfinished(client, acked) == 0, 20, what="every job's end")
+    # Keep polling (every 0.2 s) a while: no run of the recurring job may repeat.
+    time.sleep(1.5)
+    result = outcome(client, acked, drain)
+    runs_by_jid = ledger.starts(ledger.read(fleet.ledger_dir) + ledger.read(drain.ledger_dir))
+    duplicates = sum(len(found) for found in runs_by_jid.values()) - len(runs_by_jid)
+    waits, runs = day_stats(client, [time.time(), time.time() - HOUR])
+    tracebacks = stepped_output.count("Traceback") + drain.output().count("Traceback")
+    handed_back = sum(handed(client, jid) for jid in acked)
+    figures.update(step_s=-HOUR, lease=GUARDED_LEASE, stepped_worker_exit=code,
+                   stopped_after=round(stopped_after, 1), restarted_worker_exit=refused_code,
+                   handed_back=handed_back, jobs=len(acked), lost=len(result.lost),
+                   duplicates=duplicates,
+                   tick_spawned=spawned(client, "tick"), wait_samples=waits[0],
+                   wait_off_histogram=waits[1], run_samples=runs[0],
+                   run_off_histogram=runs[1], tracebacks=tracebacks)
+    # The long job ends (<= 2 s), then the guard's next check (<= 2 s) stops the worker.
+    assert code == 1 and stopped_after <= 2 + GUARDED_LEASE / 2 + 1.5
+    assert "clock skew" in stepped_output and "-3600" in stepped_output
+    assert refused_code != 0 and "clock skew" in refused.output()
+    assert result.lost == [] and duplicates == 0 and result.audit.clean
+    assert runs_by_jid.keys() == set(acked)
     assert spawned(client, "tick") == 1 and client.get_job("tick-2") is None
-    assert waits[0] == runs[0] == len(acked)
-    assert fleet.restarts == 0 and fleet.live_pids() and tracebacks == 0
-    # The skew guard runs only at start-up: the stepped clock is refused at the next start.
-    assert code != 0 and "clock skew" in output and "-3600" in output
+    # A job popped ahead and handed back at the stop is popped again: one wait sample more.
+    assert runs[0] == len(acked) and waits[0] == len(acked) + handed_back
+    assert tracebacks == 0
 
 
 def day_stats(client: Client, moments: list[float]) -> tuple[tuple[int, int], tuple[int, int]]:
