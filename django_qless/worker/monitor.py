@@ -31,6 +31,10 @@ logger = logging.getLogger("django_qless.worker")
 TICK = 0.5
 #: How long to wait before resubscribing after the connection dropped.
 RECONNECT_DELAY = 1.0
+#: The channel connection is sent a PING this often. A half-open connection (a blackholed
+#: network, a NAT or firewall that forgot the flow) reads nothing and raises nothing, so a
+#: PING still unanswered at the next one means it is dead: the monitor subscribes again.
+PING_EVERY = 5.0
 #: A job running longer than this is "long": `on_long_job` is called once for it.
 LONG_JOB = 5.0
 #: Jobs popped ahead are given back once the running job has taken this long (seconds), so
@@ -71,6 +75,9 @@ class Monitor(threading.Thread):
         self._halt = threading.Event()
         self._pubsub: redis.client.PubSub | None = None
         self._subscribed = threading.Event()
+        self._next_ping = 0.0
+        #: When the unanswered PING on the channel connection was sent, if there is one.
+        self._pinged: float | None = None
         self._announced = False
         self.channel = f"ql:w:{client.worker_name}"
 
@@ -148,15 +155,34 @@ class Monitor(threading.Thread):
         pubsub = self._pubsub
         if pubsub is None:
             pubsub = self._subscribe()
+        self._check_alive(pubsub)
         message: dict[str, Any] | None = pubsub.get_message(
             ignore_subscribe_messages=True, timeout=timeout
         )
+        if message is not None and message.get("type") == "pong":
+            self._pinged = None
+            return None
         return message
+
+    def _check_alive(self, pubsub: redis.client.PubSub) -> None:
+        """PING the channel connection every `PING_EVERY`; raise if the last one got no answer."""
+        now = time.monotonic()
+        if now < self._next_ping:
+            return
+        if self._pinged is not None:
+            raise redis.ConnectionError(
+                f"no answer to a PING on the {self.channel} connection in {PING_EVERY}s"
+            )
+        pubsub.ping()
+        self._pinged = now
+        self._next_ping = now + PING_EVERY
 
     def _subscribe(self) -> redis.client.PubSub:
         """Subscribe to `ql:w:<worker>` and wait for the confirmation."""
         pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         self._pubsub = pubsub
+        self._pinged = None
+        self._next_ping = time.monotonic() + PING_EVERY
         pubsub.subscribe(self.channel)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
