@@ -94,8 +94,23 @@ class Monitor(threading.Thread):
             self.current = running
             early = self._recent.pop(job.jid, None)
         if early is not None and time.monotonic() - early[1] < RECENT_TTL:
-            running.lost = early[0]
+            running.lost = self._confirm_early(job, early[0])
         return running
+
+    def _confirm_early(self, job: Job, event: str) -> str | None:
+        """Whether an event read before the job started means it is lost: asks Redis.
+
+        The event may be about the job's previous lease: when a lock expires, qless sends
+        `lock_lost` to its holder and, after the grace period, may hand the job back to
+        that same worker. A heartbeat tells: refused, the job is lost; renewed, it is ours.
+        """
+        try:
+            job.heartbeat()
+        except LockLostError:
+            return event
+        except redis.RedisError:
+            return event  # cannot tell: treat it as lost, as without the check
+        return None
 
     def end(self) -> None:
         """Stop watching the current job."""
