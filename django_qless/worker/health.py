@@ -55,11 +55,20 @@ def skew_problem(skew: float, queue: str, lease: float) -> str | None:
 
 
 def measure_skew(client: Client) -> float:
-    """The client's clock minus Redis' `TIME`, taken at the middle of the round trip."""
+    """The client's clock minus Redis' `TIME`: the smallest skew the round trip allows.
+
+    Redis read its clock somewhere between our two readings, so a slow round trip (a
+    stalled or paused Redis) widens what the skew can be; only what is certain counts.
+    """
     before = client.now()
     seconds, micros = client.redis.time()
     after = client.now()
-    return (before + after) / 2 - (int(seconds) + int(micros) / 1e6)
+    redis_time = int(seconds) + int(micros) / 1e6
+    if redis_time < before:
+        return before - redis_time
+    if redis_time > after:
+        return after - redis_time
+    return 0.0
 
 
 def shortest_lease(queues: Sequence[Queue]) -> tuple[str, float]:

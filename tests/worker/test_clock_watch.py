@@ -58,3 +58,13 @@ def test_a_check_waits_for_half_the_shortest_lease(
     watch._due = 0.0  # due now
     assert watch.problem() is None and measured == [client]
     assert 4.9 < watch._due - time.monotonic() <= 5.0  # half the 10 s lease
+
+
+def test_a_slow_round_trip_is_not_taken_for_skew(redis_server: RedisServer) -> None:
+    readings = iter([time.time() - 5.0, time.time() + 5.0])  # Redis answered 10 s late
+    slow = Client(redis_server.client(), clock=lambda: next(readings))
+    assert health.measure_skew(slow) == 0.0
+    ahead = Client(redis_server.client(), clock=lambda: time.time() + 30)
+    assert health.measure_skew(ahead) == pytest.approx(30, abs=0.5)
+    behind = Client(redis_server.client(), clock=lambda: time.time() - 30)
+    assert health.measure_skew(behind) == pytest.approx(-30, abs=0.5)
