@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from tests.settings import *  # noqa: F403
@@ -10,6 +11,8 @@ from tests.settings import INSTALLED_APPS
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.faults.app"]
 QLESS = {
     "URL": os.environ["QLESS_FAULTS_URL"],
+    # redis-py options (e.g. socket_timeout) as JSON; the network faults set them.
+    "OPTIONS": json.loads(os.environ.get("QLESS_FAULTS_OPTIONS", "{}")),
     "WORKER": {"POLL_INTERVAL": 0.2},
 }
 LOGGING = {
