@@ -60,9 +60,12 @@ class JobRunner:
         #: Completes a job and reports how that went; the worker swaps in one that also pops
         #: ahead, and may report later (it then returns `COMPLETING`).
         self.complete: Callable[[Job, Reported], str] = complete_now
+        #: How long the last job's function ran (seconds; 0 when it was not called).
+        self.last_duration = 0.0
 
     def run(self, job: Job, lease: float) -> str:
         """Run a popped job to its end; returns what happened to it (for counters and tests)."""
+        self.last_duration = 0.0
         try:
             definition = registry.get(job.klass)
         except UnknownJobError as exc:
@@ -77,6 +80,7 @@ class JobRunner:
                 outcome = self._call(definition, job, limit)
         finally:
             self.monitor.end()
+        self.last_duration = outcome.duration
         return self._settle(definition, job, running, outcome)
 
     def _call(self, definition: Definition, job: Job, limit: float | None) -> Outcome:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from django_qless import signals
 from django_qless.core import Client
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker import monitor as monitor_module
+from django_qless.worker.pipeline import RoundTrips
 from tests.support import wait_for
 
 from .conftest import in_thread, job_state
@@ -138,3 +140,23 @@ def test_a_job_held_a_while_is_heartbeated_first_and_skipped_if_lost(
     assert [entry.get("tag") for entry in ledger() if entry["event"] == "run"] == ["after"]
     assert "victim" in beats and "after" in beats
     assert worker.outcomes["lock lost"] == 1
+
+
+def test_a_slow_link_to_redis_does_not_turn_popping_ahead_off(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+    ledger: Callable[[], list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = RoundTrips.call_many
+
+    def slow(self: RoundTrips, calls: Any) -> list[Any]:
+        time.sleep(0.15)  # a round trip longer than a short job's threshold
+        return original(self, calls)
+
+    monkeypatch.setattr(RoundTrips, "call_many", slow)
+    warm_up(put)
+    put("worker.peek", "next")
+    put("worker.noop", jid="next")
+    worker = run_worker("q")
+    [peeked] = [entry for entry in ledger() if entry["event"] == "peek"]
+    assert peeked["state"] == "running" and peeked["holder"] == worker.name
+    assert worker.typical.seconds is not None and worker.typical.seconds < 0.1
