@@ -9,6 +9,12 @@ released by a finished dependency, retries, unpaused queues).
 
 While jobs keep coming the worker stops listening, so a busy worker does not parse every
 event of the whole Redis database; it subscribes again before its last pop goes empty.
+
+A half-open connection (a blackholed network, a NAT or firewall that forgot the flow)
+reads nothing and raises nothing, so while listening the worker PINGs it every
+`PING_EVERY` seconds; a PING still unanswered at the next one ends the sleep (`lost`) and
+the worker subscribes again on a new connection. While it cannot subscribe, it polls
+every `RELISTEN` seconds at most.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ logger = logging.getLogger("django_qless.worker")
 SLICE = 0.25
 #: Added to a due time so the pop happens just after the job becomes ready.
 DUE_MARGIN = 0.002
+#: Seconds between two PINGs on the event connection while the worker sleeps on it.
+PING_EVERY = 2.0
+#: Longest sleep while not subscribed: the worker tries to subscribe again after it.
+RELISTEN = 5.0
 
 
 class Waker:
@@ -48,12 +58,15 @@ class Waker:
         self.poll_interval = poll_interval
         self.should_stop = should_stop
         self.listening = False
-        self.wakeups: dict[str, int] = {"event": 0, "due": 0, "poll": 0}
+        self.wakeups: dict[str, int] = {"event": 0, "due": 0, "poll": 0, "lost": 0}
         self._due_keys = [f"ql:q:{q}-{kind}" for q in queues for kind in ("scheduled", "recur")]
         self._pubsub: redis.client.PubSub | None = None
         # Guards the pub/sub connection: the monitor thread may call `quiet()`.
         self._lock = threading.Lock()
         self._popped_while_listening = 0
+        self._next_ping = 0.0
+        #: When the PING still unanswered on the event connection was sent, if any.
+        self._pinged: float | None = None
 
     def listen(self) -> bool:
         """Subscribe to `ql:log` unless already listening; True when it just subscribed."""
@@ -92,7 +105,7 @@ class Waker:
                 self._drop()
 
     def sleep(self, round_started: float) -> str:
-        """Sleep until woken; returns why: `event`, `due`, `poll` or `stop`."""
+        """Sleep until woken; returns why: `event`, `due`, `poll`, `lost` or `stop`."""
         timeout, reason = self._timeout(round_started)
         deadline = time.monotonic() + timeout
         while not self.should_stop():
@@ -100,9 +113,10 @@ class Waker:
             if remaining <= 0:
                 self.wakeups[reason] += 1
                 return reason
-            if self._wait_event(min(remaining, SLICE)):
-                self.wakeups["event"] += 1
-                return "event"
+            woke = self._wait_event(min(remaining, SLICE))
+            if woke is not None:
+                self.wakeups[woke] += 1
+                return woke
         return "stop"
 
     def close(self) -> None:
@@ -137,26 +151,46 @@ class Waker:
             return self.poll_interval, "poll"
         # A due time at or before the last pop round should have been served by it; the
         # queue is paused or at its concurrency limit, so only an event or a poll helps.
+        poll = self.poll_interval if self.listening else min(self.poll_interval, RELISTEN)
         if due is None or due <= round_started:
-            return self.poll_interval, "poll"
+            return poll, "poll"
         wait = max(due - self.client.now(), 0.0) + DUE_MARGIN
-        return (wait, "due") if wait < self.poll_interval else (self.poll_interval, "poll")
+        return (wait, "due") if wait < poll else (poll, "poll")
 
-    def _wait_event(self, timeout: float) -> bool:
-        """Read events for up to `timeout` seconds; True on one that means work for us."""
+    def _wait_event(self, timeout: float) -> str | None:
+        """Read events for up to `timeout` seconds: `event` on one that means work for us,
+        `lost` when the connection is gone, else None."""
         with self._lock:
             pubsub = self._pubsub if self.listening else None
             if pubsub is not None:
                 try:
+                    self._check_alive(pubsub)
                     message = pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
                 except redis.RedisError as exc:
-                    logger.warning("qless worker: lost the event connection (%s); polling", exc)
+                    logger.warning("qless worker: lost the event connection (%s); subscribing "
+                                   "again", exc)
                     self._drop()
-                    return False
+                    return "lost"
         if pubsub is None:
             time.sleep(timeout)
-            return False
-        return message is not None and self._relevant(message)
+            return None
+        if message is None:
+            return None
+        if message.get("type") == "pong":
+            self._pinged = None
+            return None
+        return "event" if self._relevant(message) else None
+
+    def _check_alive(self, pubsub: redis.client.PubSub) -> None:
+        """PING every `PING_EVERY` seconds; raise when the previous PING got no answer."""
+        now = time.monotonic()
+        if now < self._next_ping:
+            return
+        if self._pinged is not None:
+            raise redis.ConnectionError(f"no answer to a PING in {now - self._pinged:.1f}s")
+        pubsub.ping()
+        self._pinged = now
+        self._next_ping = now + PING_EVERY
 
     def _relevant(self, message: dict[str, Any]) -> bool:
         """True for a put (or advance) into one of our queues, or a job handed back by timeout."""
@@ -180,6 +214,8 @@ class Waker:
         if self._pubsub is None:
             self._pubsub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         pubsub = self._pubsub
+        self._pinged = None
+        self._next_ping = time.monotonic() + PING_EVERY
         pubsub.subscribe("ql:log")
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:

@@ -40,7 +40,7 @@ def test_idle_worker_picks_up_a_put_within_milliseconds(
     worker = run_worker("q", burst=False, max_jobs=1, poll_interval=5)
     latency = ledger()[0]["t"] - put_at[0]
     assert 0 <= latency < LATENCY
-    assert worker.waker.wakeups == {"event": 1, "due": 0, "poll": 0}
+    assert worker.waker.wakeups == {"event": 1, "due": 0, "poll": 0, "lost": 0}
 
 
 def test_puts_to_other_queues_do_not_wake_the_worker(
@@ -55,7 +55,7 @@ def test_puts_to_other_queues_do_not_wake_the_worker(
     in_thread(put_later)
     worker = run_worker("q", burst=False, max_jobs=1, poll_interval=5)
     assert [entry["tag"] for entry in ledger()] == ["mine"]
-    assert worker.waker.wakeups == {"event": 1, "due": 0, "poll": 0}
+    assert worker.waker.wakeups == {"event": 1, "due": 0, "poll": 0, "lost": 0}
 
 
 def test_idle_worker_wakes_when_a_delayed_job_comes_due(
@@ -150,3 +150,27 @@ def test_a_long_job_stops_the_listening_meanwhile(
     in_thread(put_long_job)
     run_worker("q", burst=False, max_jobs=1, poll_interval=5)
     assert listeners == [1, 0]
+
+
+def test_a_silent_event_connection_ends_the_sleep(qless: Client, monkeypatch: Any) -> None:
+    monkeypatch.setattr("django_qless.worker.wakeup.PING_EVERY", 0.1)
+    waker = Waker(qless, ["q"], 30.0, lambda: False)
+    assert waker.listen()
+    assert waker._pubsub is not None
+    monkeypatch.setattr(waker._pubsub, "ping", lambda *args, **kwargs: None)  # never arrives
+    started = time.monotonic()
+    assert waker.sleep(qless.now()) == "lost"
+    assert time.monotonic() - started < 1.0
+    assert not waker.listening and waker._pubsub is None
+    # Not subscribed: the next sleep is bounded, so the worker tries to subscribe again soon.
+    assert waker._timeout(round_started=qless.now()) == (5.0, "poll")  # not the 30 s poll
+    waker.close()
+
+
+def test_an_answered_ping_keeps_the_sleep_going(qless: Client, monkeypatch: Any) -> None:
+    monkeypatch.setattr("django_qless.worker.wakeup.PING_EVERY", 0.1)
+    waker = Waker(qless, ["q"], 1.0, lambda: False)
+    assert waker.listen()
+    assert waker.sleep(qless.now()) == "poll"  # about ten PINGs, all answered
+    assert waker.listening and waker.wakeups["lost"] == 0
+    waker.close()
