@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 SECRET_KEY = "django_qless-tests-only"  # noqa: S105 - test settings
 DEBUG = False
 USE_TZ = True
@@ -51,4 +53,4 @@ STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Nothing listens on port 1: tests point QLESS at the suite's own redis-server per test.
-QLESS = {"URL": "redis://127.0.0.1:1/0"}
+QLESS: dict[str, Any] = {"URL": "redis://127.0.0.1:1/0"}
