@@ -24,6 +24,7 @@ from django_qless.core import Client
 from tests.conftest import snapshot
 from tests.faults import ledger
 from tests.faults.app import qless_jobs
+from tests.faults.audit import audit
 from tests.faults.checks import (
     audited,
     compressed_time,
@@ -185,3 +186,33 @@ def put_padded(client: Client, count: int) -> list[str]:
     queue = client.queue("q")
     return [queue.put("faults.work", {"args": [], "kwargs": {}}, tags=PADDING,
                       jid=f"resumed-{n}-{uuid.uuid4().hex[:8]}") for n in range(count)]
+
+
+def test_above_the_limit_complete_and_heartbeat_are_refused_whole(
+    full_server: RedisServer, figures: dict[str, Any],
+) -> None:
+    client = qless_client(full_server)
+    compressed_time(client)
+    queue = client.queue("q")
+    for n in range(3):
+        queue.put("faults.work", {"args": [], "kwargs": {}}, jid=f"held-{n}")
+    done, beating, failing = queue.pop(3)
+    result = flood(client, more=1)
+    calls: dict[str, Callable[[], object]] = {
+        "complete": done.complete, "heartbeat": beating.heartbeat, "pop": lambda: queue.pop(1)}
+    refused = []
+    for name, call in calls.items():
+        before = snapshot(client.redis)
+        with pytest.raises(redis.OutOfMemoryError, match="maxmemory"):
+            call()
+        assert snapshot(client.redis) == before, f"a refused {name} changed the keyspace"
+        refused.append(name)
+    # fail's first write removes the lock, so the script runs past the limit, all of it.
+    failing.fail("full", "Redis was full")
+    # The test's own client holds the two leases: they belong to a live worker.
+    report = audit(client.redis, alive=lambda worker: worker == client.worker_name)
+    states = {jid: report.found[jid][0] for jid in ("held-0", "held-1", "held-2")}
+    figures.update(acked=len(result.acked), refused=" ".join(refused),
+                   fail_above_limit=states["held-2"], audit="clean" if report.clean else "DIRTY")
+    assert states == {"held-0": "running", "held-1": "running", "held-2": "failed"}
+    assert report.clean, report.summary()
