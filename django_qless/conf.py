@@ -35,7 +35,7 @@ DEFAULT_ALIAS = "default"
 TOP_KEYS = (
     "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
     "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
-    "RECURRING",
+    "RECURRING", "PUT_MEMORY_LIMIT",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = (
@@ -96,6 +96,8 @@ class QlessSettings:
     immediate: bool = False
     enqueue_on_commit: bool = True
     max_payload_bytes: int = 1_048_576
+    #: Share of Redis' maxmemory above which puts are refused (None: never).
+    put_memory_limit: float | None = 0.9
     heartbeat: float | None = None
     admin: AdminSettings = AdminSettings()
     #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
@@ -161,11 +163,24 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         immediate=reader.boolean(raw, "IMMEDIATE", "QLESS", False),
         enqueue_on_commit=reader.boolean(raw, "ENQUEUE_ON_COMMIT", "QLESS", True),
         max_payload_bytes=cast(int, reader.integer(raw, "MAX_PAYLOAD_BYTES", "QLESS", 1_048_576)),
+        put_memory_limit=read_memory_limit(reader, raw),
         heartbeat=heartbeat,
         admin=read_admin(reader, raw.get("ADMIN", {})),
         recurring=MappingProxyType(reader.mapping(raw, "RECURRING", "QLESS")),
     )
     return (None if reader.problems else result), tuple(reader.problems)
+
+
+def read_memory_limit(reader: Reader, raw: Mapping[str, Any]) -> float | None:
+    """`PUT_MEMORY_LIMIT`: a share of maxmemory in (0, 1], or None to never refuse puts."""
+    if "PUT_MEMORY_LIMIT" in raw and raw["PUT_MEMORY_LIMIT"] is None:
+        return None
+    value = raw.get("PUT_MEMORY_LIMIT", 0.9)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        reader.error("E003", "QLESS['PUT_MEMORY_LIMIT']",
+                     f"must be a number above 0 and at most 1, or None, got {value!r}")
+        return 0.9
+    return float(value)
 
 
 def read_connections(reader: Reader, raw: Mapping[str, Any]) -> dict[str, ConnectionSettings]:

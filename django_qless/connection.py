@@ -42,6 +42,7 @@ def get_client(alias: str = DEFAULT_ALIAS) -> Client:
             _clients[alias] = Client(
                 _redis_for(settings.connections[alias]),
                 max_payload_bytes=settings.max_payload_bytes,
+                put_memory_limit=settings.put_memory_limit,
             )
         return _clients[alias]
 

@@ -18,6 +18,7 @@ from .config import Config
 from .events import EventListener
 from .exceptions import DependencyError, InvalidArgumentError
 from .job import Job
+from .memory import DEFAULT_PUT_MEMORY_LIMIT, MemoryGuard
 from .queue import Queue
 from .records import Page, QueueCounts, Tracked, as_list
 from .recurring import RecurringJob
@@ -45,6 +46,7 @@ class Client:
         clock: Callable[[], float] = time.time,
         worker_name: str | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        put_memory_limit: float | None = DEFAULT_PUT_MEMORY_LIMIT,
     ) -> None:
         self.redis = redis
         self.clock = clock
@@ -52,6 +54,13 @@ class Client:
             default_worker_name() if worker_name is None else worker_name
         )
         self.max_payload_bytes = check.integer(max_payload_bytes, "max_payload_bytes", minimum=1)
+        if put_memory_limit is not None:
+            check.number(put_memory_limit, "put_memory_limit", minimum=0)
+            if not 0 < put_memory_limit <= 1:
+                raise InvalidArgumentError(
+                    f"put_memory_limit must be above 0 and at most 1, got {put_memory_limit!r}"
+                )
+        self.memory = MemoryGuard(redis, put_memory_limit)
         self.script = QlessScript(redis)
         self.config = Config(self)
         self.workers = Workers(self)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import redis
+
 
 class QlessError(Exception):
     """Base class of every qless error (catch this, do not raise it directly)."""
@@ -70,3 +72,7 @@ class RetryJob(Exception):  # noqa: N818 - a control-flow signal raised by jobs,
         self.delay = delay
         self.group = group
         self.message = message
+
+
+class QueueFullError(QlessError, redis.exceptions.OutOfMemoryError):
+    """Redis is (nearly) at its `maxmemory`: the put was refused and nothing was written."""

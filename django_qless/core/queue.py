@@ -7,8 +7,10 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import redis
+
 from . import validation as check
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, QueueFullError
 from .records import QueueCounts, Stats, as_list
 
 if TYPE_CHECKING:
@@ -40,7 +42,11 @@ class Queue:
         retries: int | None = None,
         depends: list[str] | None = None,
     ) -> str:
-        """Enqueue a job (or re-put an existing jid); returns the jid (default: uuid4 hex)."""
+        """Enqueue a job (or re-put an existing jid); returns the jid (default: uuid4 hex).
+
+        Refused with `QueueFullError` (nothing written) when Redis is near or at maxmemory.
+        """
+        self.client.memory.check()
         return self.put_args(
             "put",
             klass,
@@ -84,7 +90,11 @@ class Queue:
             args += ["retries", check.integer(retries, "retries", minimum=0)]
         if depends is not None:
             args += ["depends", json.dumps(check.jids(depends))]
-        return str(self.client.call(command, *args))
+        try:
+            return str(self.client.call(command, *args))
+        except redis.exceptions.OutOfMemoryError as exc:
+            # Refused at the script's first write: nothing was written.
+            raise QueueFullError(f"Redis refused the {command} (maxmemory): {exc}") from exc
 
     def pop(self, count: int = 1) -> list[Job]:
         """Lease up to `count` jobs (clamped to 1000) to this client's worker."""

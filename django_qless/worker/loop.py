@@ -54,6 +54,7 @@ class Worker:
             clock=_offset(base.clock, options.clock_offset),
             worker_name=options.name or default_worker_name(),
             max_payload_bytes=base.max_payload_bytes,
+            put_memory_limit=base.memory.limit,
         )
         self.name = self.client.worker_name
         self.order: QueueOrder[Queue] = QueueOrder(

@@ -157,6 +157,9 @@ MALFORMED = [
      "django_qless.E003"),
     ({"WORKER": {"POLL_INTERVAL": 0}}, "QLESS['WORKER']['POLL_INTERVAL']", "django_qless.E003"),
     ({"WORKER": {"PREFETCH": -1}}, "QLESS['WORKER']['PREFETCH']", "django_qless.E003"),
+    ({"PUT_MEMORY_LIMIT": 1.5}, "QLESS['PUT_MEMORY_LIMIT']", "django_qless.E003"),
+    ({"PUT_MEMORY_LIMIT": 0}, "QLESS['PUT_MEMORY_LIMIT']", "django_qless.E003"),
+    ({"PUT_MEMORY_LIMIT": "90%"}, "QLESS['PUT_MEMORY_LIMIT']", "django_qless.E003"),
     ({"WORKER": {"PREFETCH": True}}, "QLESS['WORKER']['PREFETCH']", "django_qless.E003"),
 ]
 

@@ -4,9 +4,12 @@ qless.lua has no shebang line, so Redis 7 runs it in compatibility mode: the OOM
 made at the script's first write, and only if that write is one that may grow memory
 (RPUSH, ZADD, HSET...). Such a refusal aborts the script before anything is written; once
 a script has written anything, its later writes go through, so it cannot half-apply.
-A put is refused whole with `redis.OutOfMemoryError`. So are pop, complete and heartbeat
-(their first writes grow memory), while fail (it starts by removing the lock) goes
-through: above the limit the workers cannot drain until memory is freed.
+A put is refused whole (`QueueFullError`, a `redis.OutOfMemoryError`). So are pop,
+complete and heartbeat (their first writes grow memory), while fail (it starts by removing
+the lock) goes through: above the limit the workers cannot drain until memory is freed.
+That is why the client refuses puts earlier, at `PUT_MEMORY_LIMIT` (90% of maxmemory by
+default; tests/core/test_memory_guard.py): these tests turn that guard off to show what
+Redis itself does at the limit.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pytest
 import redis
 
 from django_qless.connection import get_client, reset_clients
-from django_qless.core import Client
+from django_qless.core import Client, QueueFullError
 from tests.conftest import snapshot
 from tests.faults import ledger
 from tests.faults.app import qless_jobs
@@ -99,7 +102,7 @@ def used_memory(client: Client) -> int:
 @pytest.fixture
 def django_qless_on(settings: Any, full_server: RedisServer) -> Iterator[Client]:
     """QLESS pointed at the full server, for the `@qless_job(...).enqueue` path."""
-    settings.QLESS = {"URL": full_server.url}
+    settings.QLESS = {"URL": full_server.url, "PUT_MEMORY_LIMIT": None}
     yield get_client()
     reset_clients()
 
@@ -107,7 +110,7 @@ def django_qless_on(settings: Any, full_server: RedisServer) -> Iterator[Client]
 def test_a_full_redis_refuses_puts_whole_with_an_oom_error(
     full_server: RedisServer, django_qless_on: Client, figures: dict[str, Any],
 ) -> None:
-    client = qless_client(full_server)
+    client = qless_client(full_server, put_memory_limit=None)
     compressed_time(client)
     result = flood(client)
     refused_types = {type(error) for error in result.errors}
@@ -124,7 +127,8 @@ def test_a_full_redis_refuses_puts_whole_with_an_oom_error(
                    used_mb=round(used_memory(client) / 2**20, 2), lost=len(lost),
                    audit="clean" if report.clean else "DIRTY")
     assert len(result.acked) > 5000, "20 MB should hold thousands of 1 KB jobs"
-    assert refused_types == {redis.OutOfMemoryError}
+    assert refused_types == {QueueFullError}  # Redis' own refusal, typed by the client
+    assert all(isinstance(error, redis.OutOfMemoryError) for error in result.errors)
     assert all("maxmemory" in str(error) for error in result.errors)
     assert traces == {}, traces
     assert not enqueue_wrote, "a refused enqueue changed the keyspace"
@@ -140,7 +144,7 @@ def test_workers_wait_out_a_full_redis_then_drain_and_puts_resume(
     figures: dict[str, Any],
 ) -> None:
     server = start_redis("--maxmemory", str(DRAIN_MAXMEMORY), "--maxmemory-policy", "noeviction")
-    client = qless_client(server)
+    client = qless_client(server, put_memory_limit=None)
     compressed_time(client)
     # Completing then deletes older completed jobs, so the drain itself frees memory.
     client.config.put("jobs-history-count", HISTORY_COUNT)
@@ -191,7 +195,7 @@ def put_padded(client: Client, count: int) -> list[str]:
 def test_above_the_limit_complete_and_heartbeat_are_refused_whole(
     full_server: RedisServer, figures: dict[str, Any],
 ) -> None:
-    client = qless_client(full_server)
+    client = qless_client(full_server, put_memory_limit=None)
     compressed_time(client)
     queue = client.queue("q")
     for n in range(3):
