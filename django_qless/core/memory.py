@@ -3,8 +3,9 @@
 With `maxmemory-policy noeviction` a full Redis refuses every write that may grow memory,
 and qless' pop, complete and heartbeat start with such a write: the queue would stop as a
 whole. Refusing puts a little earlier (by default at 90% of `maxmemory`) keeps the last
-tenth for the workers, which then drain the queue. `INFO memory` is read at most once a
-second per client; Redis' own refusal still stops a flood that outruns that.
+tenth for the workers, which then drain the queue. `INFO memory` is read once a second
+per client, or sooner once the puts since the last reading may have used a quarter of the
+room that was left: close to the limit, before every put.
 """
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ logger = logging.getLogger("django_qless")
 
 #: Default share of `maxmemory` above which puts are refused.
 DEFAULT_PUT_MEMORY_LIMIT = 0.9
-#: Seconds between two readings of `INFO memory`.
+#: Seconds between two readings of `INFO memory`, at most.
 READ_EVERY = 1.0
+#: What a job costs Redis besides its data and tags (job hash fields, history, set entries).
+JOB_OVERHEAD = 1024
+#: Memory is read again once the puts since the last reading may have used this share of
+#: the room that was left, so even a fast producer stops close to the limit.
+BUDGET_SHARE = 0.25
 MIB = 1024 * 1024
 
 
@@ -34,15 +40,24 @@ class MemoryGuard:
         self._due = 0.0
         self._used = 0
         self._maxmemory = 0
+        #: Bytes the puts since the last reading may have added, and how many may go unread.
+        self._spent = 0
+        self._budget = 0
 
-    def check(self) -> None:
-        """Raise `QueueFullError` when Redis is above the limit (as last read)."""
+    def check(self, size: int = 0) -> None:
+        """Raise `QueueFullError` when Redis is above the limit; `size`: the job's bytes."""
         if self.limit is None:
             return
         now = time.monotonic()
-        if now >= self._due:
-            self._due = now + READ_EVERY
+        if now >= self._due or self._spent >= self._budget:
             self._read()
+            if self.limit is None:
+                return
+            self._due = now + READ_EVERY
+            self._spent = 0
+            room = self.limit * self._maxmemory - self._used
+            self._budget = int(room * BUDGET_SHARE) if self._maxmemory else 2**62
+        self._spent += size + JOB_OVERHEAD
         if self._maxmemory and self._used >= self.limit * self._maxmemory:
             raise QueueFullError(
                 f"Redis uses {self._used / MIB:.1f} MiB, more than {self.limit:.0%} of its "

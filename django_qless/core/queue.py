@@ -46,11 +46,12 @@ class Queue:
 
         Refused with `QueueFullError` (nothing written) when Redis is near or at maxmemory.
         """
-        self.client.memory.check()
+        encoded = self.client.encode(data)
+        self.client.memory.check(len(encoded) + sum(len(tag) for tag in tags or ()))
         return self.put_args(
             "put",
             klass,
-            self.client.encode(data),
+            encoded,
             jid=check.new_jid(jid) if jid is not None else uuid.uuid4().hex,
             delay=delay,
             priority=priority,

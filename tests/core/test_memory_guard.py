@@ -110,3 +110,19 @@ def test_a_redis_that_refuses_info_turns_the_guard_off(
 def test_a_bad_limit_is_refused(connection: redis.Redis, limit: float) -> None:
     with pytest.raises(InvalidArgumentError, match="put_memory_limit"):
         Client(connection, put_memory_limit=limit)
+
+
+def test_a_fast_producer_is_stopped_close_to_the_limit(
+    connection: redis.Redis,
+) -> None:
+    connection.set("ballast", b"x" * 4 * 2**20)
+    limit = used(connection) + 3 * 2**20  # room for about a thousand 2 KB jobs
+    connection.config_set("maxmemory", int(limit / 0.9))
+    queue = Client(connection).queue("q")
+    payload = {"args": ["y" * 2000], "kwargs": {}}
+    with pytest.raises(QueueFullError, match="more than 90%"):
+        for n in range(100_000):  # far faster than one reading a second
+            queue.put("k", payload, jid=f"j{n}")
+    # Stopped by the guard within a few jobs of its limit, well before Redis' own.
+    assert limit <= used(connection) < limit + 256 * 1024
+    connection.config_set("maxmemory", 0)

@@ -220,3 +220,38 @@ def test_above_the_limit_complete_and_heartbeat_are_refused_whole(
                    fail_above_limit=states["held-2"], audit="clean" if report.clean else "DIRTY")
     assert states == {"held-0": "running", "held-1": "running", "held-2": "failed"}
     assert report.clean, report.summary()
+
+
+def test_with_the_guard_puts_stop_early_and_the_workers_drain_meanwhile(
+    start_redis: Callable[..., RedisServer], fleets: Callable[..., Fleet],
+    figures: dict[str, Any],
+) -> None:
+    server = start_redis("--maxmemory", str(DRAIN_MAXMEMORY), "--maxmemory-policy", "noeviction")
+    client = qless_client(server)  # the default guard: puts refused above 90% of maxmemory
+    compressed_time(client)
+    client.config.put("jobs-history-count", HISTORY_COUNT)
+    result = flood(client, more=3)
+    refused_at_mb = used_memory(client) / 2**20
+    fleet = fleets(server.url, WORKERS, "q", *FAST)
+    drained = settle(lambda: ended(fleet) >= set(result.acked), 20)
+    resumed = put_padded(client, RESUMED_PUTS)
+    settle(lambda: ended(fleet) >= set(resumed), 10)
+    done = ended(fleet)
+    report = outcome(client, [], fleet)
+    logs = fleet.output()
+    left = [jid for jid in [*result.acked, *resumed] if jid not in done]
+    figures.update(jobs=len(result.acked), refused=len(result.refused),
+                   error=sorted({type(e).__name__ for e in result.errors})[0],
+                   refused_at_mb=round(refused_at_mb, 2),
+                   maxmemory_mb=round(DRAIN_MAXMEMORY / 2**20, 2),
+                   worker_oom_errors=logs.count("maxmemory"), lost=len(left),
+                   duplicates=report.duplicates, puts_after_drain=len(resumed),
+                   restarts=fleet.restarts, audit="clean" if report.audit.clean else "DIRTY")
+    assert {type(error) for error in result.errors} == {QueueFullError}
+    assert all("more than 90% of its maxmemory" in str(error) for error in result.errors)
+    assert refused_at_mb < DRAIN_MAXMEMORY / 2**20  # refused before Redis' own limit
+    assert logs.count("maxmemory") == 0, "a worker met the full Redis"
+    assert drained and left == [] and report.duplicates == 0
+    assert fleet.restarts == 0 and "Traceback" not in logs
+    assert report.audit.clean, report.audit.summary()
+    assert len(resumed) == RESUMED_PUTS
