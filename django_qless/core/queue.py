@@ -46,12 +46,10 @@ class Queue:
 
         Refused with `QueueFullError` (nothing written) when Redis is near or at maxmemory.
         """
-        encoded = self.client.encode(data)
-        self.client.memory.check(len(encoded) + sum(len(tag) for tag in tags or ()))
         return self.put_args(
             "put",
             klass,
-            encoded,
+            self.client.encode(data),
             jid=check.new_jid(jid) if jid is not None else uuid.uuid4().hex,
             delay=delay,
             priority=priority,
@@ -91,6 +89,8 @@ class Queue:
             args += ["retries", check.integer(retries, "retries", minimum=0)]
         if depends is not None:
             args += ["depends", json.dumps(check.jids(depends))]
+        if command == "put":  # a new job; a requeue moves one that is already stored
+            self.client.memory.check(sum(len(arg) for arg in args if isinstance(arg, str)))
         try:
             return str(self.client.call(command, *args))
         except redis.exceptions.OutOfMemoryError as exc:

@@ -60,6 +60,8 @@ class Flood:
     acked: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     errors: list[redis.RedisError] = field(default_factory=list)
+    #: Puts acknowledged after the first refusal.
+    late: int = 0
 
 
 @pytest.fixture
@@ -69,7 +71,7 @@ def full_server(start_redis: Callable[..., RedisServer]) -> RedisServer:
 
 
 def flood(client: Client, more: int = MORE_PUTS) -> Flood:
-    """Put 1 KB jobs until Redis refuses one, then try `more` puts; record every answer."""
+    """Put 1 KB jobs until Redis refuses one, then `more` refusals; record every answer."""
     result = Flood()
     queue = client.queue("q")
     while len(result.refused) <= more:
@@ -80,8 +82,9 @@ def flood(client: Client, more: int = MORE_PUTS) -> Flood:
             result.refused.append(jid)
             result.errors.append(exc)
             continue
-        if result.refused:
-            raise AssertionError(f"put {jid} acknowledged after a refusal; nothing freed memory")
+        # Redis' used memory moves a little on its own (client buffers), so a put after a
+        # refusal may still fit: it is a real job like any other acknowledged one.
+        result.late += bool(result.refused)
         result.acked.append(jid)
     return result
 
