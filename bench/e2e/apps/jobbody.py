@@ -8,6 +8,7 @@ $BENCH_REDIS_URL; each process opens its own connection on first use (after any 
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import redis
@@ -20,15 +21,19 @@ KEYS = (COUNT, FIRST, LAST, LATENCY)
 
 _client: redis.Redis | None = None
 _pid = 0
+# Worker threads (huey's) start their first jobs together: one client must win, or the
+# loser's connections are closed under the thread still using them.
+_lock = threading.Lock()
 
 
 def client() -> redis.Redis:
     """This process's connection (a new one after fork: sockets must not be shared)."""
     global _client, _pid
-    if _client is None or _pid != os.getpid():
-        _client = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
-        _pid = os.getpid()
-    return _client
+    with _lock:
+        if _client is None or _pid != os.getpid():
+            _client = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
+            _pid = os.getpid()
+        return _client
 
 
 def noop() -> None:
