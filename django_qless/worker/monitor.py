@@ -23,6 +23,7 @@ import redis.client
 
 from ..core import Client, Job, LockLostError
 from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout, TimeLimitExceeded
+from .liveness import PingCheck
 from .state import RunningJob, StopState
 
 logger = logging.getLogger("django_qless.worker")
@@ -31,9 +32,8 @@ logger = logging.getLogger("django_qless.worker")
 TICK = 0.5
 #: How long to wait before resubscribing after the connection dropped.
 RECONNECT_DELAY = 1.0
-#: The channel connection is sent a PING this often. A half-open connection (a blackholed
-#: network, a NAT or firewall that forgot the flow) reads nothing and raises nothing, so a
-#: PING still unanswered at the next one means it is dead: the monitor subscribes again.
+#: Seconds between PINGs on the channel connection; one unanswered at the next means the
+#: connection is dead and the monitor subscribes again (see `liveness`).
 PING_EVERY = 5.0
 #: A job running longer than this is "long": `on_long_job` is called once for it.
 LONG_JOB = 5.0
@@ -75,9 +75,7 @@ class Monitor(threading.Thread):
         self._halt = threading.Event()
         self._pubsub: redis.client.PubSub | None = None
         self._subscribed = threading.Event()
-        self._next_ping = 0.0
-        #: When the unanswered PING on the channel connection was sent, if there is one.
-        self._pinged: float | None = None
+        self._ping = PingCheck(PING_EVERY)
         self._announced = False
         self.channel = f"ql:w:{client.worker_name}"
 
@@ -170,34 +168,19 @@ class Monitor(threading.Thread):
         pubsub = self._pubsub
         if pubsub is None:
             pubsub = self._subscribe()
-        self._check_alive(pubsub)
+        self._ping.check(pubsub)
         message: dict[str, Any] | None = pubsub.get_message(
             ignore_subscribe_messages=True, timeout=timeout
         )
-        if message is not None and message.get("type") == "pong":
-            self._pinged = None
+        if message is not None and self._ping.answered(message):
             return None
         return message
-
-    def _check_alive(self, pubsub: redis.client.PubSub) -> None:
-        """PING the channel connection every `PING_EVERY`; raise if the last one got no answer."""
-        now = time.monotonic()
-        if now < self._next_ping:
-            return
-        if self._pinged is not None:
-            raise redis.ConnectionError(
-                f"no answer to a PING on the {self.channel} connection in {PING_EVERY}s"
-            )
-        pubsub.ping()
-        self._pinged = now
-        self._next_ping = now + PING_EVERY
 
     def _subscribe(self) -> redis.client.PubSub:
         """Subscribe to `ql:w:<worker>` and wait for the confirmation."""
         pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         self._pubsub = pubsub
-        self._pinged = None
-        self._next_ping = time.monotonic() + PING_EVERY
+        self._ping.restart()
         pubsub.subscribe(self.channel)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:

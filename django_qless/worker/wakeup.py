@@ -10,10 +10,9 @@ released by a finished dependency, retries, unpaused queues).
 While jobs keep coming the worker stops listening, so a busy worker does not parse every
 event of the whole Redis database; it subscribes again before its last pop goes empty.
 
-A half-open connection (a blackholed network, a NAT or firewall that forgot the flow)
-reads nothing and raises nothing, so while listening the worker PINGs it every
-`PING_EVERY` seconds; a PING still unanswered at the next one ends the sleep (`lost`) and
-the worker subscribes again on a new connection. While it cannot subscribe, it polls
+While listening the worker PINGs the connection every `PING_EVERY` seconds (see
+`liveness`); a PING still unanswered at the next one ends the sleep (`lost`) and the
+worker subscribes again on a new connection. While it cannot subscribe, it polls
 every `RELISTEN` seconds at most.
 """
 
@@ -30,6 +29,7 @@ import redis
 import redis.client
 
 from ..core import Client
+from .liveness import PingCheck
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -64,9 +64,7 @@ class Waker:
         # Guards the pub/sub connection: the monitor thread may call `quiet()`.
         self._lock = threading.Lock()
         self._popped_while_listening = 0
-        self._next_ping = 0.0
-        #: When the PING still unanswered on the event connection was sent, if any.
-        self._pinged: float | None = None
+        self._ping = PingCheck(PING_EVERY)
 
     def listen(self) -> bool:
         """Subscribe to `ql:log` unless already listening; True when it just subscribed."""
@@ -164,7 +162,7 @@ class Waker:
             pubsub = self._pubsub if self.listening else None
             if pubsub is not None:
                 try:
-                    self._check_alive(pubsub)
+                    self._ping.check(pubsub)
                     message = pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
                 except redis.RedisError as exc:
                     logger.warning("qless worker: lost the event connection (%s); subscribing "
@@ -176,21 +174,9 @@ class Waker:
             return None
         if message is None:
             return None
-        if message.get("type") == "pong":
-            self._pinged = None
+        if self._ping.answered(message):
             return None
         return "event" if self._relevant(message) else None
-
-    def _check_alive(self, pubsub: redis.client.PubSub) -> None:
-        """PING every `PING_EVERY` seconds; raise when the previous PING got no answer."""
-        now = time.monotonic()
-        if now < self._next_ping:
-            return
-        if self._pinged is not None:
-            raise redis.ConnectionError(f"no answer to a PING in {now - self._pinged:.1f}s")
-        pubsub.ping()
-        self._pinged = now
-        self._next_ping = now + PING_EVERY
 
     def _relevant(self, message: dict[str, Any]) -> bool:
         """True for a put (or advance) into one of our queues, or a job handed back by timeout."""
@@ -214,8 +200,7 @@ class Waker:
         if self._pubsub is None:
             self._pubsub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         pubsub = self._pubsub
-        self._pinged = None
-        self._next_ping = time.monotonic() + PING_EVERY
+        self._ping.restart()
         pubsub.subscribe("ql:log")
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
