@@ -76,11 +76,17 @@ class RoundTrips:
         self.lock = threading.RLock()
 
     def call_many(self, calls: Calls) -> list[Any]:
-        """Run `(command, args)` pairs in one round trip; script errors are returned in place."""
-        packed = pack(self.client.script.sha, self.client.now(), calls)
+        """Run `(command, args)` pairs in one round trip; script errors are returned in place,
+        any other error (NOSCRIPT as `ScriptMissing`, a lost connection) is raised."""
+        values: list[Any] = []
         with self.lock:
+            self.read()  # answers owed from earlier sends come first
+            self.send(calls, [Reply(values.append) for _ in calls])
             self.read()
-            return results(calls, self._exchange(packed, len(calls)))
+        for value in values:
+            if isinstance(value, Exception) and not isinstance(value, ScriptError):
+                raise value
+        return values
 
     def send(self, calls: Calls, replies: Sequence[Reply]) -> None:
         """Write `calls` now; each reply is handled by its `Reply` once read (see `read`)."""
@@ -171,24 +177,6 @@ class RoundTrips:
         for pending in unread:
             self._deliver(pending.reply, exc)
 
-    def _exchange(self, packed: bytes, count: int) -> list[Any]:
-        """Send `packed` and read `count` replies (error replies kept in place)."""
-        connection = self._checkout()
-        try:
-            connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
-            replies: list[Any] = []
-            for _ in range(count):
-                try:
-                    replies.append(connection.read_response())
-                except redis.ResponseError as exc:
-                    # An error reply: the connection is still in step, read on.
-                    replies.append(exc)
-        except BaseException as exc:
-            # Replies may still be in flight; a connection with unread data must not be reused.
-            self._drop(connection, exc)
-            raise
-        return replies
-
     def _checkout(self) -> Connection:
         """The kept connection if it is still clean, else one from the pool."""
         connection = self._connection
@@ -217,7 +205,8 @@ def call_many(client: Client, calls: Calls) -> list[Any]:
 
 
 def decode(command: str, reply: Any) -> Any:
-    """One reply as `results` gives it, but every error returned in place as an instance."""
+    """One reply decoded; every error returned in place as an instance (script errors typed,
+    NOSCRIPT as `ScriptMissing`)."""
     if isinstance(reply, redis.exceptions.NoScriptError):
         return ScriptMissing(str(reply))
     if isinstance(reply, redis.ResponseError) and is_script_error(reply):
@@ -225,17 +214,6 @@ def decode(command: str, reply: Any) -> Any:
     if isinstance(reply, bytes):
         return reply.decode("utf-8")
     return reply
-
-
-def results(calls: Calls, replies: list[Any]) -> list[Any]:
-    """Decode replies; script errors become `ScriptError`s in place, others are raised."""
-    out: list[Any] = []
-    for (command, _), reply in zip(calls, replies, strict=True):
-        value = decode(command, reply)
-        if isinstance(value, Exception) and not isinstance(value, ScriptError):
-            raise value
-        out.append(value)
-    return out
 
 
 _HEADS: dict[str, bytes] = {}
