@@ -162,3 +162,8 @@ def settle(predicate: Callable[[], Any], timeout: float, every: float = 0.1) -> 
 def completed(client: Client) -> int:
     """How many jobs are complete."""
     return int(client.redis.zcard("ql:completed"))
+
+
+def idle(client: Client) -> bool:
+    """True once a worker listens for puts (it does so only when its queues are empty)."""
+    return dict(client.redis.pubsub_numsub("ql:log")).get(b"ql:log", 0) >= 1

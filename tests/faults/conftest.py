@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.faults.fleet import Fleet
+from tests.faults.proxy import FaultProxy
 from tests.redis_harness import RedisServer
 
 MARKER = ("faults: fault-injection suite (own redis-servers and qless_worker subprocesses; "
@@ -96,3 +97,11 @@ def fleets(tmp_path: Path) -> Iterator[Callable[..., Fleet]]:
     yield start
     for fleet in started:
         fleet.stop()
+
+
+@pytest.fixture
+def proxy(server: RedisServer) -> Iterator[FaultProxy]:
+    """A fault proxy in front of the test's redis-server."""
+    started = FaultProxy("127.0.0.1", server.port).start()
+    yield started
+    started.close()

@@ -35,6 +35,10 @@ POLL = 0.05
 CHUNK = 65536
 #: The two directions: "up" (client to Redis) and "down" (Redis to client).
 BOTH = frozenset({"up", "down"})
+#: redis-py options for the clients that go through the proxy: a command sent into a
+#: blackhole fails after `SOCKET_TIMEOUT` seconds instead of waiting forever.
+SOCKET_TIMEOUT = 2.0
+CLIENT_OPTIONS = {"socket_timeout": SOCKET_TIMEOUT, "socket_connect_timeout": SOCKET_TIMEOUT}
 
 
 @dataclass

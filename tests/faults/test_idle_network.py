@@ -11,40 +11,24 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.faults import ledger
-from tests.faults.checks import outcome, qless_client
+from tests.faults.checks import idle, outcome, qless_client
 from tests.faults.fleet import Fleet
-from tests.faults.proxy import FaultProxy
+from tests.faults.proxy import CLIENT_OPTIONS, SOCKET_TIMEOUT, FaultProxy
 from tests.redis_harness import RedisServer
 from tests.support import wait_for
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
 
-SOCKET_TIMEOUT = 2.0
-OPTIONS = {"socket_timeout": SOCKET_TIMEOUT, "socket_connect_timeout": SOCKET_TIMEOUT}
 LONG_POLL = 30.0
 BLACKHOLE = 4.0
 #: Pickup after the heal: a sleep slice of the worker, its PING and a new subscription.
 PICKUP_BOUND = 5.0
-
-
-@pytest.fixture
-def proxy(server: RedisServer) -> Iterator[FaultProxy]:
-    """A fault proxy in front of the test's redis-server."""
-    started = FaultProxy("127.0.0.1", server.port).start()
-    yield started
-    started.close()
-
-
-def idle(server: RedisServer) -> bool:
-    """True once a worker listens for puts (it does so only when its queues are empty)."""
-    client = qless_client(server)
-    return dict(client.redis.pubsub_numsub("ql:log")).get(b"ql:log", 0) >= 1
 
 
 def test_an_idle_worker_wakes_on_a_put_after_a_blackhole_heals(
@@ -53,8 +37,8 @@ def test_an_idle_worker_wakes_on_a_put_after_a_blackhole_heals(
 ) -> None:
     client = qless_client(server)
     fleet = fleets(proxy.url, 1, "q", "--poll-interval", str(LONG_POLL),
-                   env={"QLESS_FAULTS_OPTIONS": json.dumps(OPTIONS)})
-    wait_for(lambda: idle(server), 20, what="the worker idling")
+                   env={"QLESS_FAULTS_OPTIONS": json.dumps(CLIENT_OPTIONS)})
+    wait_for(lambda: idle(client), 20, what="the worker idling")
     proxy.blackhole()
     time.sleep(BLACKHOLE)
     proxy.heal()

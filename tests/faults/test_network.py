@@ -24,7 +24,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,14 +38,12 @@ from django_qless.worker.loop import ERROR_PAUSE
 from tests.faults import ledger
 from tests.faults.checks import completed, compressed_time, outcome, put_jobs, qless_client, settle
 from tests.faults.fleet import Fleet
-from tests.faults.proxy import FaultProxy
+from tests.faults.proxy import CLIENT_OPTIONS, SOCKET_TIMEOUT, FaultProxy
 from tests.redis_harness import RedisServer
 from tests.support import wait_for
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
 
-SOCKET_TIMEOUT = 2.0
-OPTIONS = {"socket_timeout": SOCKET_TIMEOUT, "socket_connect_timeout": SOCKET_TIMEOUT}
 WORKERS = 2
 #: A worker leases at most its running job and `--prefetch` (default 1) jobs popped ahead.
 PREFETCH = 1
@@ -96,14 +94,6 @@ class Producer:
         return self.attempts - len(self.jids)
 
 
-@pytest.fixture
-def proxy(server: RedisServer) -> Iterator[FaultProxy]:
-    """A fault proxy in front of the test's redis-server."""
-    started = FaultProxy("127.0.0.1", server.port).start()
-    yield started
-    started.close()
-
-
 def flow_through_fault(
     server: RedisServer, proxy: FaultProxy, fleets: Callable[..., Fleet],
     figures: dict[str, Any], fault: Callable[[], None], workers: int = WORKERS,
@@ -115,12 +105,12 @@ def flow_through_fault(
     rng = random.Random(3)
     acked = put_jobs(client, JOBS, lambda n: {"ms": rng.uniform(10, 30)})
     fleet = fleets(proxy.url, workers, "q", LONG_QUEUE, "--poll-interval", "0.2",
-                   env={"QLESS_FAULTS_OPTIONS": json.dumps(OPTIONS)})
+                   env={"QLESS_FAULTS_OPTIONS": json.dumps(CLIENT_OPTIONS)})
     pids = sorted(fleet.pids())
     wait_for(lambda: completed(client) >= 50, 30, what="the workers' first jobs")
     # No retries inside redis-py: every failed put reaches the producer, which puts again.
     producer = Producer(Client(redis.Redis.from_url(proxy.url, retry=Retry(NoBackoff(), 0),
-                                                    **OPTIONS)))
+                                                    **CLIENT_OPTIONS)))
     putter = threading.Thread(target=producer.run, name="producer")
     putter.start()
     # Its connection is open before the fault, so a put can be applied and go unanswered.

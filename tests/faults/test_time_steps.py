@@ -35,7 +35,7 @@ import pytest
 
 from django_qless.core import Client
 from tests.faults import ledger
-from tests.faults.checks import completed, outcome, qless_client, unfinished
+from tests.faults.checks import completed, idle, outcome, qless_client, unfinished
 from tests.faults.fleet import Fleet
 from tests.faults.stepped import step_to
 from tests.redis_harness import RedisServer
@@ -58,11 +58,6 @@ HOUR = 3600
 #: The lease of the backward-step test: its worker checks its clock every 2 s.
 GUARDED_LEASE = 4
 NO_ARGS: dict[str, Any] = {"args": [], "kwargs": {}}
-
-
-def idle(client: Client) -> bool:
-    """True once a worker listens for puts (it does so only when its queues are empty)."""
-    return dict(client.redis.pubsub_numsub("ql:log")).get(b"ql:log", 0) >= 1
 
 
 def starts(fleet: Fleet) -> dict[str, list[ledger.Entry]]:
