@@ -29,6 +29,7 @@ from tests.faults import ledger
 from tests.faults.app import qless_jobs
 from tests.faults.audit import audit
 from tests.faults.checks import (
+    Outcome,
     audited,
     compressed_time,
     outcome,
@@ -159,14 +160,7 @@ def test_workers_wait_out_a_full_redis_then_drain_and_puts_resume(
     ended_while_full = len(ended(fleet))
     full_mb = used_memory(client) / 2**20
     client.redis.delete("ballast")  # the operator frees memory: DEL is allowed above the limit
-    drained = settle(lambda: ended(fleet) >= set(result.acked), 20)
-    drained_mb = used_memory(client) / 2**20
-    resumed = put_padded(client, RESUMED_PUTS)
-    settle(lambda: ended(fleet) >= set(resumed), 10)
-    done = ended(fleet)
-    report = outcome(client, [], fleet)
-    logs = fleet.output()
-    left = [jid for jid in [*result.acked, *resumed] if jid not in done]
+    drained, drained_mb, resumed, left, report, logs = drain_then_put(client, fleet, result)
     figures.update(jobs=len(result.acked), lost=len(left), duplicates=report.duplicates,
                    ended_while_full=ended_while_full, pops_refused=logs.count("maxmemory"),
                    restarts=fleet.restarts, full_mb=round(full_mb, 2),
@@ -182,6 +176,23 @@ def test_workers_wait_out_a_full_redis_then_drain_and_puts_resume(
     assert set(report.audit.states) <= {"complete"}, report.audit.states
     assert drained_mb < full_mb - BALLAST / 2**20, "the drain freed no memory"
     assert len(resumed) == RESUMED_PUTS
+
+
+def drain_then_put(
+    client: Client, fleet: Fleet, result: Flood
+) -> tuple[bool, float, list[str], list[str], Outcome, str]:
+    """Wait for the fleet to run the flood, put RESUMED_PUTS more and wait for those too.
+
+    Returns: drained in time, MiB used after the drain, the new jids, the jids never run,
+    the outcome (audit, duplicates) and the workers' logs.
+    """
+    drained = settle(lambda: ended(fleet) >= set(result.acked), 20)
+    drained_mb = used_memory(client) / 2**20
+    resumed = put_padded(client, RESUMED_PUTS)
+    settle(lambda: ended(fleet) >= set(resumed), 10)
+    done = ended(fleet)
+    left = [jid for jid in [*result.acked, *resumed] if jid not in done]
+    return drained, drained_mb, resumed, left, outcome(client, [], fleet), fleet.output()
 
 
 def ended(fleet: Fleet) -> set[str]:
@@ -236,13 +247,7 @@ def test_with_the_guard_puts_stop_early_and_the_workers_drain_meanwhile(
     result = flood(client, more=3)
     refused_at_mb = used_memory(client) / 2**20
     fleet = fleets(server.url, WORKERS, "q", *FAST)
-    drained = settle(lambda: ended(fleet) >= set(result.acked), 20)
-    resumed = put_padded(client, RESUMED_PUTS)
-    settle(lambda: ended(fleet) >= set(resumed), 10)
-    done = ended(fleet)
-    report = outcome(client, [], fleet)
-    logs = fleet.output()
-    left = [jid for jid in [*result.acked, *resumed] if jid not in done]
+    drained, _, resumed, left, report, logs = drain_then_put(client, fleet, result)
     figures.update(jobs=len(result.acked), refused=len(result.refused),
                    error=sorted({type(e).__name__ for e in result.errors})[0],
                    refused_at_mb=round(refused_at_mb, 2),

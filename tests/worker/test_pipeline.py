@@ -41,6 +41,18 @@ def complete_and_pop(job: Job) -> list[tuple[str, list[Any]]]:
     return [("complete", [job.jid, "w1", "q", job.raw_data]), ("pop", ["q", "w1", 1])]
 
 
+def cut_reads(trips: RoundTrips, monkeypatch: pytest.MonkeyPatch) -> Connection:
+    """Make every read on the kept connection fail as a lost connection; returns it."""
+    kept = trips._connection
+    assert kept is not None
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise redis.ConnectionError("gone")
+
+    monkeypatch.setattr(kept, "read_response", gone)
+    return kept
+
+
 def in_step(client: Client) -> bool:
     """True when the pooled connection answers the next command with its own reply."""
     return client.redis.echo("in step") in ("in step", b"in step")
@@ -215,13 +227,7 @@ def test_an_error_gives_the_kept_connection_back_closed(
     job = popped(client, {"n": 1}, {"n": 2})
     trips = RoundTrips(client)
     trips.call_many([("pop", ["q", "w1", 0])])
-    kept = trips._connection
-    assert kept is not None
-
-    def gone(*args: Any, **kwargs: Any) -> Any:
-        raise redis.ConnectionError("gone")
-
-    monkeypatch.setattr(kept, "read_response", gone)
+    kept = cut_reads(trips, monkeypatch)
     with pytest.raises(redis.ConnectionError):
         trips.call_many(complete_and_pop(job))
     monkeypatch.undo()
@@ -288,13 +294,7 @@ def test_a_lost_connection_fails_every_unread_call(
     trips = RoundTrips(client)
     seen: list[Any] = []
     trips.send(complete_and_pop(job), [Reply(seen.append), Reply(seen.append)])
-    kept = trips._connection
-    assert kept is not None
-
-    def gone(*args: Any, **kwargs: Any) -> Any:
-        raise redis.ConnectionError("gone")
-
-    monkeypatch.setattr(kept, "read_response", gone)
+    kept = cut_reads(trips, monkeypatch)
     with pytest.raises(redis.ConnectionError):
         trips.read()
     monkeypatch.undo()
