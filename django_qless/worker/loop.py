@@ -251,9 +251,8 @@ class Worker:
 
     def _next_job(self) -> Job | None:
         """A held job (in pop order) if there is one, else the next from the queues."""
-        self.trips.collect()  # answers to earlier completions: their signals come first
         while (held := self.ahead.next()) is not None:
-            self.trips.collect()
+            self.trips.collect()  # answers to earlier completions: their signals come first
             if self._still_ours(held):
                 return held.job
         # Settle every completion first: this pop must see the jobs they released.
