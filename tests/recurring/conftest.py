@@ -13,24 +13,14 @@ from django_qless.core import Client
 from django_qless.recurring import sync_schedules
 from django_qless.recurring.sync import SyncReport
 from tests.redis_harness import RedisServer
+from tests.support import FakeClock
 
 #: 2023-11-15 00:00:00 UTC: a midnight, so run times in the tests are easy to read.
 MIDNIGHT = 1_700_006_400
 
 
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        """Move forward (or back, with a negative number); returns the new time."""
-        self.now += seconds
-        return self.now
+#: The recurring tests' hand-moved clock (the suite's own).
+Clock = FakeClock
 
 
 @pytest.fixture(autouse=True)
