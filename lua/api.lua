@@ -36,9 +36,7 @@ elseif name == 'heartbeat' or name == 'priority' or name == 'timeout' or name ==
 elseif name == 'get' or name == 'multiget' then
   run_module('jobdata')
   run_module('job')
-elseif name == 'fail' or name == 'retry' then
-  run_module('failure')
-elseif name == 'failed' or name == 'unfail' then
+elseif name == 'fail' or name == 'retry' or name == 'failed' or name == 'unfail' then
   run_module('failure')
 elseif name == 'peek' then
   run_module('pop')
