@@ -1,6 +1,8 @@
 """Django-free qless client: script loading, client, queues, jobs, events."""
 
+from . import commands, keys
 from .client import Client
+from .commands import Command
 from .config import Config
 from .events import Event, EventListener
 from .exceptions import (
@@ -18,6 +20,7 @@ from .exceptions import (
     RetryJob,
     ScriptArgumentError,
     ScriptError,
+    ScriptNotLoadedError,
     UnknownJobError,
 )
 from .job import Job
@@ -39,6 +42,7 @@ from .workers import Workers
 
 __all__ = [
     "Client",
+    "Command",
     "Config",
     "ConfigValueError",
     "DependencyError",
@@ -64,6 +68,7 @@ __all__ = [
     "RetryJob",
     "ScriptArgumentError",
     "ScriptError",
+    "ScriptNotLoadedError",
     "Stats",
     "Timing",
     "Tracked",
@@ -71,6 +76,8 @@ __all__ = [
     "WorkerCounts",
     "WorkerJobs",
     "Workers",
+    "commands",
+    "keys",
     "script_sha",
     "script_text",
 ]

@@ -6,6 +6,7 @@ import json
 import math
 from typing import TYPE_CHECKING
 
+from . import commands
 from . import validation as check
 from .exceptions import ConfigValueError
 
@@ -74,22 +75,34 @@ class Config:
 
     def get(self, key: str) -> ConfigValue | None:
         """The value of `key` (its default if unset); None if it has neither."""
-        value = self.client.call("config.get", check.label(key, "config key"))
+        value = self.client.run(commands.config_get(key))
         return None if value is None else coerce(key, value)
 
     def all(self) -> dict[str, ConfigValue]:
-        """Every default, overlaid with what is stored."""
-        stored = json.loads(self.client.call("config.get"))
-        return {str(key): coerce(str(key), value) for key, value in stored.items()}
+        """Every default, overlaid with what is stored, checked against each key's rule."""
+        return {key: coerce(key, value) for key, value in self._stored().items()}
+
+    def as_text(self) -> dict[str, str]:
+        """Every value as text, sorted by key, unchecked.
+
+        For showing: a value another client wrote is shown even where `all()` would
+        refuse it (7.0 reads as 7).
+        """
+        return {key: _plain(value) for key, value in sorted(self._stored().items())}
+
+    def _stored(self) -> dict[str, object]:
+        """The `config.get` object: defaults overlaid with stored values, as replied."""
+        stored = json.loads(self.client.run(commands.config_get())) or {}
+        return {str(key): value for key, value in stored.items()}
 
     def set(self, key: str, value: ConfigValue) -> None:
         """Store a value (checked first for the keys qless reads as numbers)."""
         checked = coerce(check.label(key, "config key"), value)
-        self.client.call("config.set", key, checked)
+        self.client.run(commands.config_set(key, checked))
 
     def unset(self, key: str) -> None:
         """Remove a stored value, so the default applies again."""
-        self.client.call("config.unset", check.label(key, "config key"))
+        self.client.run(commands.config_unset(key))
 
     def put(self, key: str, value: ConfigValue | None) -> None:
         """`set`, or `unset` when value is None."""
@@ -98,3 +111,10 @@ class Config:
         else:
             self.set(key, value)
 
+
+
+def _plain(value: object) -> str:
+    """A config value as text (integers without a fraction)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

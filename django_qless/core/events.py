@@ -13,23 +13,13 @@ from typing import TYPE_CHECKING, Any
 import redis
 import redis.client
 
+from . import keys
 from . import validation as check
 
 if TYPE_CHECKING:
     from .client import Client
 
-#: The channels qless publishes on for everyone (the per-event ones carry tracked jids only).
-PLAIN_CHANNELS = (
-    "ql:log",
-    "ql:put",
-    "ql:popped",
-    "ql:completed",
-    "ql:failed",
-    "ql:stalled",
-    "ql:canceled",
-    "ql:track",
-    "ql:untrack",
-)
+PLAIN_CHANNELS = keys.PLAIN_CHANNELS
 
 
 @dataclass(frozen=True)
@@ -45,7 +35,7 @@ class Event:
         """`put`, `lock_lost`, `config_set`... (the payload's `event`, else the channel)."""
         if self.payload is not None and "event" in self.payload:
             return str(self.payload["event"])
-        return self.channel.removeprefix("ql:")
+        return keys.channel_name(self.channel)
 
     @classmethod
     def parse(cls, channel: str, data: str) -> Event:
@@ -76,7 +66,7 @@ class EventListener:
         self.client = client
         self.channels = list(channels)
         if worker is not None:
-            self.channels.append(f"ql:w:{check.worker_name(worker)}")
+            self.channels.append(keys.worker_channel(check.worker_name(worker)))
         self.reconnect_delay = reconnect_delay
         self.reconnects = 0
         self._pending: deque[Event] = deque()

@@ -74,5 +74,9 @@ class RetryJob(Exception):  # noqa: N818 - a control-flow signal raised by jobs,
         self.message = message
 
 
+class ScriptNotLoadedError(QlessError):
+    """Redis does not have the script (restarted or flushed): nothing in that round trip ran."""
+
+
 class QueueFullError(QlessError, redis.exceptions.OutOfMemoryError):
     """Redis is (nearly) at its `maxmemory`: the put was refused and nothing was written."""

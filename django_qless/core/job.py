@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import commands
 from . import validation as check
-from .exceptions import InvalidArgumentError
 from .records import Failure, HistoryEntry, as_list, as_number
 
 if TYPE_CHECKING:
@@ -81,54 +81,34 @@ class Job:
         depends: list[str] | None = None,
     ) -> str:
         """Complete the job, or advance it to `next_queue`; returns the new state."""
-        args: list[Any] = [self.jid, self.client.worker_name, self.queue_name, self._data(data)]
-        if next_queue is None:
-            if delay or depends:
-                raise InvalidArgumentError("delay and depends need a next_queue")
-        else:
-            args += ["next", check.queue_name(next_queue)]
-            if delay:
-                args += ["delay", check.number(delay, "delay", minimum=0)]
-            if depends:
-                args += ["depends", json.dumps(check.jids(depends))]
-        self.state = str(self.client.call("complete", *args))
+        command = commands.complete(
+            self.jid, self.client.worker_name, self.queue_name, self._data(data),
+            next_queue=next_queue, delay=delay, depends=depends,
+        )
+        self.state = str(self.client.run(command))
         return self.state
 
     def fail(self, group: str, message: str, data: Mapping[str, Any] | None = None) -> str:
         """Fail the job into failure `group`; returns the jid."""
-        args: list[Any] = [
-            self.jid,
-            self.client.worker_name,
-            check.label(group, "failure group"),
-            check.text(message, "message"),
-        ]
-        if data is not None:
-            args.append(self._data(data))
-        reply = str(self.client.call("fail", *args))
+        encoded = None if data is None else self._data(data)
+        command = commands.fail(self.jid, self.client.worker_name, group, message, encoded)
+        reply = str(self.client.run(command))
         self.state = "failed"
         return reply
 
     def retry(self, delay: float = 0, group: str | None = None, message: str | None = None) -> int:
         """Give the job back for another try; returns retries left (negative: it failed)."""
-        args: list[Any] = [
-            self.jid,
-            self.queue_name,
-            self.client.worker_name,
-            check.number(delay, "delay", minimum=0),
-        ]
-        if (group is None) != (message is None):
-            raise InvalidArgumentError("retry needs both group and message, or neither")
-        if group is not None:
-            args += [check.label(group, "failure group"), check.text(message, "message")]
-        self.remaining = int(self.client.call("retry", *args))
+        command = commands.retry(
+            self.jid, self.queue_name, self.client.worker_name, delay, group, message
+        )
+        self.remaining = int(self.client.run(command))
         return self.remaining
 
     def heartbeat(self, data: Mapping[str, Any] | None = None) -> int:
         """Renew the lock (optionally replacing data); returns the new expiry (whole seconds)."""
-        args: list[Any] = [self.jid, self.client.worker_name]
-        if data is not None:
-            args.append(self._data(data))
-        expires = int(self.client.call("heartbeat", *args))
+        encoded = None if data is None else self._data(data)
+        expires = int(self.client.run(commands.heartbeat(self.jid, self.client.worker_name,
+                                                         encoded)))
         self.expires = expires
         return expires
 
@@ -144,19 +124,19 @@ class Job:
 
     def set_priority(self, priority: float) -> None:
         """Change the priority (higher pops first)."""
-        value = check.number(priority, "priority")
-        self.client.call("priority", self.jid, value)
-        self.priority = value
+        command = commands.priority(self.jid, priority)
+        self.client.run(command)
+        self.priority = command.args[1]
 
     def tag(self, *tags: str) -> tuple[str, ...]:
         """Add tags; returns the job's tags."""
-        reply = self.client.call("tag", "add", self.jid, *check.labels(tags, "tag"))
+        reply = self.client.run(commands.tag(self.jid, tags))
         self.tags = tuple(as_list(json.loads(reply)))
         return self.tags
 
     def untag(self, *tags: str) -> tuple[str, ...]:
         """Remove tags; returns the job's tags."""
-        reply = self.client.call("tag", "remove", self.jid, *check.labels(tags, "tag"))
+        reply = self.client.run(commands.untag(self.jid, tags))
         self.tags = tuple(as_list(json.loads(reply)))
         return self.tags
 
@@ -172,22 +152,20 @@ class Job:
 
     def depend(self, *jids: str) -> None:
         """Make this job (state `depends`) wait for more jobs."""
-        self.client.call("depends", self.jid, "on", *check.jids(jids))
+        self.client.run(commands.depend(self.jid, jids))
 
     def undepend(self, *jids: str) -> None:
         """Stop waiting for some jobs."""
-        self.client.call("depends", self.jid, "off", *check.jids(jids))
+        self.client.run(commands.undepend(self.jid, jids))
 
     def undepend_all(self) -> None:
         """Stop waiting for every job; the job becomes waiting."""
-        self.client.call("depends", self.jid, "off", "all")
+        self.client.run(commands.undepend(self.jid))
 
     def log(self, message: str, data: Mapping[str, Any] | None = None) -> None:
         """Append an entry to the job's history."""
-        args: list[Any] = [self.jid, check.text(message, "message")]
-        if data is not None:
-            args.append(self._data(data))
-        self.client.call("log", *args)
+        encoded = None if data is None else self._data(data)
+        self.client.run(commands.log(self.jid, message, encoded))
 
     def requeue(
         self,
@@ -201,18 +179,11 @@ class Job:
         depends: list[str] | None = None,
     ) -> str:
         """Put the existing job back into `queue` (default: its own); fails if it is gone."""
-        target = self.client.queue(queue or self.queue_name)
-        return target.put_args(
-            "requeue",
-            self.klass,
-            self._data(data),
-            jid=self.jid,
-            delay=delay,
-            priority=priority,
-            tags=tags,
-            retries=retries,
-            depends=depends,
-        )
+        return self.client.put(commands.put(
+            self.client.worker_name, queue or self.queue_name, self.jid, self.klass,
+            self._data(data), delay, priority=priority, tags=tags, retries=retries,
+            depends=depends, requeue=True,
+        ))
 
     def move(self, queue: str) -> str:
         """Requeue the job into another queue, keeping its data and options."""

@@ -7,10 +7,9 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import redis
-
+from . import commands, keys
 from . import validation as check
-from .exceptions import InvalidArgumentError, QueueFullError
+from .exceptions import InvalidArgumentError
 from .records import QueueCounts, Stats, as_list
 
 if TYPE_CHECKING:
@@ -25,7 +24,9 @@ class Queue:
 
     def __init__(self, client: Client, name: str) -> None:
         self.client = client
-        self.name = check.queue_name(name)
+        # Lenient here so any queue another client made can be read; writes that name a
+        # queue (put, recur, requeue) check it strictly.
+        self.name = check.existing_name(name, "queue name")
 
     def __repr__(self) -> str:
         return f"<Queue {self.name}>"
@@ -46,65 +47,21 @@ class Queue:
 
         Refused with `QueueFullError` (nothing written) when Redis is near or at maxmemory.
         """
-        return self.put_args(
-            "put",
-            klass,
-            self.client.encode(data),
-            jid=check.new_jid(jid) if jid is not None else uuid.uuid4().hex,
-            delay=delay,
-            priority=priority,
-            tags=tags,
-            retries=retries,
-            depends=depends,
-        )
-
-    def put_args(
-        self,
-        command: str,
-        klass: str,
-        encoded: str,
-        *,
-        jid: str,
-        delay: float,
-        priority: float | None,
-        tags: list[str] | None,
-        retries: int | None,
-        depends: list[str] | None,
-    ) -> str:
-        """Shared body of `put` and `requeue`: validated, with options sent only when given."""
-        args: list[Any] = [
-            self.client.worker_name,
-            self.name,
-            check.jid(jid),
-            check.label(klass, "klass"),
-            encoded,
-            check.number(delay, "delay", minimum=0),
-        ]
-        # Options left out keep the values of an existing job of the same jid.
-        if priority is not None:
-            args += ["priority", check.number(priority, "priority")]
-        if tags is not None:
-            args += ["tags", json.dumps(check.labels(tags, "tag"))]
-        if retries is not None:
-            args += ["retries", check.integer(retries, "retries", minimum=0)]
-        if depends is not None:
-            args += ["depends", json.dumps(check.jids(depends))]
-        if command == "put":  # a new job; a requeue moves one that is already stored
-            self.client.memory.check(sum(len(arg) for arg in args if isinstance(arg, str)))
-        try:
-            return str(self.client.call(command, *args))
-        except redis.exceptions.OutOfMemoryError as exc:
-            # Refused at the script's first write: nothing was written.
-            raise QueueFullError(f"Redis refused the {command} (maxmemory): {exc}") from exc
+        return self.client.put(commands.put(
+            self.client.worker_name, self.name,
+            check.new_jid(jid) if jid is not None else uuid.uuid4().hex,
+            klass, self.client.encode(data), delay,
+            priority=priority, tags=tags, retries=retries, depends=depends,
+        ))
 
     def pop(self, count: int = 1) -> list[Job]:
         """Lease up to `count` jobs (clamped to 1000) to this client's worker."""
-        reply = self.client.call("pop", self.name, self.client.worker_name, check.count(count))
-        return self.client.jobs_from_json(reply)
+        command = commands.pop(self.name, self.client.worker_name, check.count(count))
+        return self.client.jobs_from_json(self.client.run(command))
 
     def peek(self, count: int = 1) -> list[Job]:
         """The next `count` jobs a pop would return, without leasing them."""
-        return self.client.jobs_from_json(self.client.call("peek", self.name, check.count(count)))
+        return self.client.jobs_from_json(self.client.run(commands.peek(self.name, count)))
 
     def recur(
         self,
@@ -120,40 +77,27 @@ class Queue:
         backlog: int | None = None,
     ) -> str:
         """Create or replace a recurring job spawning every `interval` seconds; returns its jid."""
-        args: list[Any] = [
-            self.name,
-            check.new_jid(jid) if jid is not None else uuid.uuid4().hex,
-            check.label(klass, "klass"),
-            self.client.encode(data),
-            "interval",
-            check.positive(interval, "interval"),
-            check.number(offset, "offset", minimum=0),
-        ]
-        # The script defaults retries to 0; other qless clients send 5, like put's default.
-        args += ["retries", check.integer(5 if retries is None else retries, "retries", minimum=0)]
-        if priority is not None:
-            args += ["priority", check.number(priority, "priority")]
-        if tags is not None:
-            args += ["tags", json.dumps(check.labels(tags, "tag"))]
-        if backlog is not None:
-            args += ["backlog", check.integer(backlog, "backlog", minimum=0)]
-        return str(self.client.call("recur", *args))
+        return str(self.client.run(commands.recur(
+            self.name, check.new_jid(jid) if jid is not None else uuid.uuid4().hex, klass,
+            self.client.encode(data), interval, offset,
+            priority=priority, tags=tags, retries=retries, backlog=backlog,
+        )))
 
     def length(self) -> int:
         """Running + waiting + scheduled jobs."""
-        return int(self.client.call("length", self.name))
+        return int(self.client.run(commands.length(self.name)))
 
     def counts(self) -> QueueCounts:
         """Jobs in each state."""
-        return QueueCounts.from_json(json.loads(self.client.call("queues", self.name)))
+        return QueueCounts.from_json(json.loads(self.client.run(commands.queues(self.name))))
 
     def pause(self) -> None:
         """Stop handing out jobs (peek still works)."""
-        self.client.call("pause", self.name)
+        self.client.run(commands.pause(self.name))
 
     def unpause(self) -> None:
         """Resume handing out jobs."""
-        self.client.call("unpause", self.name)
+        self.client.run(commands.unpause(self.name))
 
     @property
     def paused(self) -> bool:
@@ -164,9 +108,7 @@ class Queue:
         """Jids in `state` (running, stalled, scheduled, depends, recurring), paginated."""
         if state not in JOB_STATES:
             raise InvalidArgumentError(f"state must be one of {JOB_STATES}, got {state!r}")
-        reply = self.client.call(
-            "jobs", state, self.name, check.offset(offset), check.count(count)
-        )
+        reply = self.client.run(commands.jobs(state, self.name, offset, count))
         return [str(jid) for jid in as_list(reply)]
 
     def waiting(self, offset: int = 0, count: int = 25) -> list[str]:
@@ -175,14 +117,14 @@ class Queue:
         # read-only ZREVRANGE has none of peek's side effects, so it is safe for listings.
         start = check.offset(offset)
         found = self.client.redis.zrevrange(
-            f"ql:q:{self.name}-work", start, start + check.count(count) - 1
+            keys.queue_set(self.name, "work"), start, start + check.count(count) - 1
         )
         return [j.decode("utf-8") if isinstance(j, bytes) else str(j) for j in found]
 
     def stats(self, date: float | None = None) -> Stats:
         """Wait/run statistics for the day containing `date` (default: now)."""
-        when = self.client.now() if date is None else check.number(date, "date", minimum=0)
-        return Stats.from_json(json.loads(self.client.call("stats", self.name, when)))
+        when = self.client.now() if date is None else date
+        return Stats.from_json(json.loads(self.client.run(commands.stats(self.name, when))))
 
     @property
     def heartbeat(self) -> int | float:
@@ -208,4 +150,4 @@ class Queue:
 
     def forget(self) -> None:
         """Drop the queue's name from the list of known queues (jobs are untouched)."""
-        self.client.call("queue.forget", self.name)
+        self.client.run(commands.forget_queue(self.name))

@@ -6,6 +6,8 @@ Rules:
   ``<jid>-<n>``): 1 to 1024 characters, no whitespace or control characters;
 - worker names: ``[A-Za-z0-9_.:@-]{1,256}``; tags and failure groups: 1 to 256 characters,
   no control characters;
+- queue and worker names only read by (another client may have chosen them): 1 to 1024
+  characters, no control characters;
 - numbers: real ints/floats (``bool`` refused), finite;
 - counts: at least 1, clamped to `MAX_COUNT`;
 - job data: a JSON object with string keys, encoded with ``allow_nan=False``.
@@ -26,6 +28,9 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 WORKER_PATTERN = re.compile(r"[A-Za-z0-9_.:@-]{1,256}")
 EXISTING_JID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,1024}")
 LABEL_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
+#: Names read back from Redis (a queue or worker another qless client chose): reads accept
+#: any of them, so pages can show what any client wrote; writes use the strict rules above.
+EXISTING_NAME_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,1024}")
 
 
 def queue_name(value: object) -> str:
@@ -53,6 +58,11 @@ def jids(values: Iterable[object]) -> list[str]:
 def worker_name(value: object) -> str:
     """Check a worker name."""
     return _match(WORKER_PATTERN, value, "worker name")
+
+
+def existing_name(value: object, what: str) -> str:
+    """Check a queue or worker name to read by (lenient: any client may have written it)."""
+    return _match(EXISTING_NAME_PATTERN, value, what)
 
 
 def label(value: object, what: str) -> str:

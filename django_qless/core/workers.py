@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from . import commands, keys
 from . import validation as check
 from .records import WorkerCounts, WorkerJobs, as_list
 
@@ -20,7 +22,7 @@ class Workers:
 
     def counts(self) -> list[WorkerCounts]:
         """Every worker seen within `max-worker-age`, most recently active first."""
-        reply = json.loads(self.client.call("workers"))
+        reply = json.loads(self.client.run(commands.workers()))
         return [
             WorkerCounts(name=str(w["name"]), jobs=int(w["jobs"]), stalled=int(w["stalled"]))
             for w in as_list(reply)
@@ -28,7 +30,7 @@ class Workers:
 
     def jobs(self, name: str) -> WorkerJobs:
         """The jids a worker holds: live locks and expired ones."""
-        reply = json.loads(self.client.call("workers", check.worker_name(name)))
+        reply = json.loads(self.client.run(commands.workers(name)))
         return WorkerJobs(
             jobs=tuple(str(j) for j in as_list(reply.get("jobs"))),
             stalled=tuple(str(j) for j in as_list(reply.get("stalled"))),
@@ -37,4 +39,12 @@ class Workers:
     def deregister(self, *names: str) -> None:
         """Forget workers (their jobs keep their locks until those expire)."""
         if names:
-            self.client.call("worker.deregister", *(check.worker_name(n) for n in names))
+            self.client.run(commands.forget_workers(names))
+
+    def last_seen(self, names: Sequence[str]) -> list[float | None]:
+        """When qless last saw each worker (pop or heartbeat), None for one it does not know."""
+        # The script's `workers` lists only workers younger than max-worker-age: read the
+        # set itself so a health check can tell "old" from "never seen".
+        checked = [check.existing_name(name, "worker name") for name in names]
+        found = self.client.redis.zmscore(keys.WORKERS, checked) if checked else []
+        return [None if score is None else float(score) for score in found]

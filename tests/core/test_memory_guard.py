@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from django_qless.core import Client, InvalidArgumentError, QlessError, QueueFullError
-from django_qless.core import memory as memory_module
+from django_qless.core import memory_guard as memory_module
 from tests.conftest import snapshot
 from tests.redis_harness import RedisServer
 

@@ -1,0 +1,61 @@
+"""Every Redis key and pub/sub channel of the qless schema that Python reads or listens to.
+
+The script writes these keys; Python only reads a few of them directly where the script
+has no paginated or side-effect-free query (waiting jobs in pop order, tracked jids, the
+workers' last-seen times, recurring next-run scores) and subscribes to the channels. This
+module is the only place outside `lua/` that spells them out.
+"""
+
+from __future__ import annotations
+
+#: Namespace of every qless key and channel.
+PREFIX = "ql:"
+#: Tracked jids (zset: jid -> time tracking started).
+TRACKED = "ql:tracked"
+#: Workers (zset: worker name -> last time seen).
+WORKERS = "ql:workers"
+#: Config overrides (hash).
+CONFIG = "ql:config"
+#: Every event, as a JSON object with an `event` field.
+LOG_CHANNEL = "ql:log"
+#: The channels qless publishes on for everyone (the per-event ones carry tracked jids only).
+PLAIN_CHANNELS = (
+    LOG_CHANNEL,
+    "ql:put",
+    "ql:popped",
+    "ql:completed",
+    "ql:failed",
+    "ql:stalled",
+    "ql:canceled",
+    "ql:track",
+    "ql:untrack",
+)
+#: Sorted sets of one queue: `ql:q:<queue>-<kind>`.
+QUEUE_SETS = ("work", "locks", "scheduled", "depends", "recur")
+
+
+def job(jid: str) -> str:
+    """The hash of one job."""
+    return f"ql:j:{jid}"
+
+
+def template(jid: str) -> str:
+    """The hash of one recurring template."""
+    return f"ql:r:{jid}"
+
+
+def queue_set(queue: str, kind: str) -> str:
+    """One of a queue's sorted sets: work, locks, scheduled, depends or recur."""
+    if kind not in QUEUE_SETS:
+        raise ValueError(f"unknown queue set {kind!r}; expected one of {QUEUE_SETS}")
+    return f"ql:q:{queue}-{kind}"
+
+
+def worker_channel(worker: str) -> str:
+    """The channel where qless tells one worker about its jobs (`lock_lost`, `canceled`)."""
+    return f"ql:w:{worker}"
+
+
+def channel_name(channel: str) -> str:
+    """A channel's name without the namespace (`ql:log` -> `log`)."""
+    return channel.removeprefix(PREFIX)
