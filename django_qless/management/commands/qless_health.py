@@ -1,7 +1,7 @@
 """`manage.py qless_health`: exit 0 if the named workers were seen by qless recently, else 1.
 
 A worker is "seen" whenever it pops (even from an empty queue) or renews a job's lease:
-qless then writes the current time as the worker's score in the sorted set `ql:workers`.
+qless then records the current time as the worker's last-seen time.
 An idle worker pops at least every `--poll-interval`, a busy one renews its lease every
 heartbeat interval, so a score older than both means the worker is stuck (Redis errors,
 a wedged process) or gone. A worker that stopped gracefully removes its own entry.
@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...conf import DEFAULT_ALIAS
 from ...connection import get_client
-from ...core import QlessError
+from ...core import QlessError, keys
 from .qless_worker import positive_int, positive_seconds
 
 #: Default `--max-age`: above the default poll interval (5 s) and heartbeat interval
@@ -30,7 +30,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
     help = (
         "Health probe: exit 0 when every named qless worker popped or renewed a lease "
-        "within --max-age seconds (its last-seen time in ql:workers), else exit 1."
+        "within --max-age seconds (its last-seen time in qless), else exit 1."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -55,7 +55,7 @@ class Command(BaseCommand):
         wanted = _expand(_names(names, name_env), processes)
         try:
             client = get_client(connection)
-            scores = client.redis.zmscore("ql:workers", wanted)
+            scores = client.workers.last_seen(wanted)
             now = client.now()
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
@@ -64,8 +64,8 @@ class Command(BaseCommand):
         problems: list[str] = []
         for name, seen in zip(wanted, scores, strict=True):
             if seen is None:
-                problems.append(f"{name}: not in ql:workers (not started yet, stopped, or "
-                                "forgotten)")
+                problems.append(f"{name}: not in {keys.WORKERS} (not started yet, stopped, "
+                                "or forgotten)")
             elif now - seen > max_age:
                 problems.append(f"{name}: last seen {now - seen:.0f}s ago (max {max_age:g}s)")
             else:
