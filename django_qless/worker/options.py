@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..conf import Strategy, get_settings
+from ..conf import Strategy, WorkerSettings, get_settings, worker_default
 
 
 @dataclass(frozen=True)
@@ -14,24 +14,24 @@ class WorkerOptions:
     """Everything a `Worker` needs to know besides its Redis connection."""
 
     queues: tuple[str, ...]
-    strategy: Strategy = "ordered"
-    processes: int = 1
-    burst: bool = False
-    max_jobs: int | None = None
-    max_memory_mb: int | None = None
+    strategy: Strategy = worker_default("strategy")
+    processes: int = worker_default("processes")
+    burst: bool = worker_default("burst")
+    max_jobs: int | None = worker_default("max_jobs")
+    max_memory_mb: int | None = worker_default("max_memory_mb")
     #: Default per-job time limit in seconds; a job's own `time_limit` wins.
-    time_limit: float | None = None
-    shutdown_timeout: float = 30.0
+    time_limit: float | None = worker_default("time_limit")
+    shutdown_timeout: float = worker_default("shutdown_timeout")
     #: Longest idle sleep between two pop rounds when no event or due time wakes the worker.
-    poll_interval: float = 5.0
+    poll_interval: float = worker_default("poll_interval")
     #: Jobs popped ahead of the running one while recent jobs are short (0: never).
-    prefetch: int = 1
+    prefetch: int = worker_default("prefetch")
     #: Seconds between lease renewals of a running job; None = a third of the lease.
-    heartbeat_interval: float | None = None
+    heartbeat_interval: float | None = worker_default("heartbeat_interval")
     #: Exact worker name (unique per process: leave None for `host-pid-random`).
-    name: str | None = None
+    name: str | None = worker_default("name")
     #: Sleep a random 0..startup_delay seconds before the first pop (spreads restarts).
-    startup_delay: float = 0.0
+    startup_delay: float = worker_default("startup_delay")
     #: Install SIGTERM/SIGINT/SIGQUIT handlers (only possible in the main thread).
     handle_signals: bool = True
     #: pid of a supervising parent; the worker stops gracefully when that parent dies.
@@ -43,18 +43,8 @@ class WorkerOptions:
     def from_settings(cls, **overrides: Any) -> WorkerOptions:
         """Defaults from `QLESS['WORKER']`, then the non-None `overrides` (command options)."""
         worker = get_settings().worker
-        values: dict[str, Any] = {
-            "queues": worker.queues,
-            "strategy": worker.strategy,
-            "processes": worker.processes,
-            "max_jobs": worker.max_jobs,
-            "max_memory_mb": worker.max_memory_mb,
-            "time_limit": worker.time_limit,
-            "shutdown_timeout": worker.shutdown_timeout,
-            "poll_interval": worker.poll_interval,
-            "prefetch": worker.prefetch,
-            "heartbeat_interval": worker.heartbeat_interval,
-        }
+        values = {field.name: getattr(worker, field.name)
+                  for field in dataclasses.fields(WorkerSettings)}
         values.update({key: value for key, value in overrides.items() if value is not None})
         values["queues"] = tuple(dict.fromkeys(values["queues"]))
         return cls(**values)

@@ -180,7 +180,8 @@ def test_every_signal_and_its_arguments_are_documented() -> None:
 
 
 def test_every_check_id_in_the_code_is_documented() -> None:
-    sources = [ROOT / "django_qless" / "conf.py", ROOT / "django_qless" / "checks.py",
+    sources = [*sorted((ROOT / "django_qless" / "conf").glob("*.py")),
+               ROOT / "django_qless" / "checks.py",
                *sorted((ROOT / "django_qless" / "recurring").glob("*.py"))]
     ids = set()
     for source in sources:

@@ -1,4 +1,4 @@
-"""The `QLESS` setting: read lazily, merged with defaults into frozen dataclasses, cached.
+"""Reading the `QLESS` setting: validated lazily into the `conf.schema` dataclasses, cached.
 
 The cache is dropped whenever Django announces a change of `QLESS` (`override_settings`,
 the `settings` fixture), so the next `get_settings()` reads the new value.
@@ -12,96 +12,36 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .core import validation
-from .exceptions import QlessConfigurationError
-from .redis_urls import (
+from ..core import validation
+from ..exceptions import QlessConfigurationError
+from ..redis_urls import (
     SentinelSettings,
     allowed_options,
     check_url,
     option_problem,
     redis_client_options,
 )
-
-Strategy = Literal["ordered", "round-robin", "shuffle"]
-STRATEGIES: tuple[Strategy, ...] = ("ordered", "round-robin", "shuffle")
-DEFAULT_URL = "redis://localhost:6379/0"
-DEFAULT_ALIAS = "default"
-TOP_KEYS = (
-    "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
-    "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
-    "RECURRING", "PUT_MEMORY_LIMIT",
+from .schema import (
+    ADMIN_KEYS,
+    CONNECTION_KEYS,
+    DEFAULT_ALIAS,
+    DEFAULT_MASKED_DATA_KEYS,
+    DEFAULT_URL,
+    DEFAULTS,
+    TOP_KEYS,
+    WORKER_KEYS,
+    AdminSettings,
+    ConnectionSettings,
+    QlessSettings,
+    WorkerSettings,
 )
-CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
-WORKER_KEYS = (
-    "QUEUES", "STRATEGY", "PROCESSES", "MAX_JOBS", "MAX_MEMORY_MB", "TIME_LIMIT",
-    "SHUTDOWN_TIMEOUT", "POLL_INTERVAL", "PREFETCH",
-)
-ADMIN_KEYS = ("MASKED_DATA_KEYS",)
-#: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
-DEFAULT_MASKED_DATA_KEYS = (
-    "password", "passwd", "secret", "token", "api_key", "apikey", "authorization",
-    "credential", "private_key",
-)
-
-
-@dataclass(frozen=True)
-class ConnectionSettings:
-    """One named Redis connection and the queues routed to it."""
-
-    alias: str
-    url: str
-    options: Mapping[str, Any]
-    queues: tuple[str, ...]
-    sentinel: SentinelSettings | None = None
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    """Defaults for `manage.py qless_worker` (its command-line options win)."""
-
-    queues: tuple[str, ...]
-    strategy: Strategy = "ordered"
-    processes: int = 1
-    max_jobs: int | None = None
-    max_memory_mb: int | None = None
-    time_limit: float | None = None
-    shutdown_timeout: float = 30.0
-    poll_interval: float = 5.0
-    #: Jobs a worker process pops ahead of the one it runs, while recent jobs are short.
-    prefetch: int = 1
-    #: Seconds between lease renewals of a running job; None = a third of the queue's lease.
-    heartbeat_interval: float | None = None
-
-
-@dataclass(frozen=True)
-class AdminSettings:
-    """Options of the admin pages."""
-
-    masked_data_keys: tuple[str, ...] = DEFAULT_MASKED_DATA_KEYS
-
-
-@dataclass(frozen=True)
-class QlessSettings:
-    """The whole `QLESS` setting, validated."""
-
-    connections: Mapping[str, ConnectionSettings]
-    worker: WorkerSettings
-    default_queue: str = "default"
-    immediate: bool = False
-    enqueue_on_commit: bool = True
-    max_payload_bytes: int = 1_048_576
-    #: Share of Redis' maxmemory above which puts are refused (None: never).
-    put_memory_limit: float | None = 0.9
-    heartbeat: float | None = None
-    admin: AdminSettings = AdminSettings()
-    #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
-    recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+from .worker_table import WORKER_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -154,15 +94,20 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         reader.error("E001", "QLESS", f"must be a dict, got {type(raw).__name__}")
         return None, tuple(reader.problems)
     reader.unknown_keys(raw, TOP_KEYS, "QLESS")
-    default_queue = reader.queue_name(raw, "DEFAULT_QUEUE", "QLESS", "default")
-    heartbeat = reader.number(raw, "HEARTBEAT", "QLESS", None, minimum=0, exclusive=True)
+    default_queue = reader.queue_name(raw, "DEFAULT_QUEUE", "QLESS", DEFAULTS.default_queue)
+    heartbeat = reader.number(raw, "HEARTBEAT", "QLESS", DEFAULTS.heartbeat, minimum=0,
+                              exclusive=True)
     result = QlessSettings(
         connections=MappingProxyType(read_connections(reader, raw)),
         worker=read_worker(reader, raw.get("WORKER", {}), default_queue, heartbeat),
         default_queue=default_queue,
-        immediate=reader.boolean(raw, "IMMEDIATE", "QLESS", False),
-        enqueue_on_commit=reader.boolean(raw, "ENQUEUE_ON_COMMIT", "QLESS", True),
-        max_payload_bytes=cast(int, reader.integer(raw, "MAX_PAYLOAD_BYTES", "QLESS", 1_048_576)),
+        immediate=reader.boolean(raw, "IMMEDIATE", "QLESS", DEFAULTS.immediate),
+        enqueue_on_commit=reader.boolean(
+            raw, "ENQUEUE_ON_COMMIT", "QLESS", DEFAULTS.enqueue_on_commit
+        ),
+        max_payload_bytes=cast(
+            int, reader.integer(raw, "MAX_PAYLOAD_BYTES", "QLESS", DEFAULTS.max_payload_bytes)
+        ),
         put_memory_limit=read_memory_limit(reader, raw),
         heartbeat=heartbeat,
         admin=read_admin(reader, raw.get("ADMIN", {})),
@@ -175,11 +120,11 @@ def read_memory_limit(reader: Reader, raw: Mapping[str, Any]) -> float | None:
     """`PUT_MEMORY_LIMIT`: a share of maxmemory in (0, 1], or None to never refuse puts."""
     if "PUT_MEMORY_LIMIT" in raw and raw["PUT_MEMORY_LIMIT"] is None:
         return None
-    value = raw.get("PUT_MEMORY_LIMIT", 0.9)
+    value = raw.get("PUT_MEMORY_LIMIT", DEFAULTS.put_memory_limit)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
         reader.error("E003", "QLESS['PUT_MEMORY_LIMIT']",
                      f"must be a number above 0 and at most 1, or None, got {value!r}")
-        return 0.9
+        return DEFAULTS.put_memory_limit
     return float(value)
 
 
@@ -255,33 +200,19 @@ def check_routing(reader: Reader, connections: Mapping[str, ConnectionSettings])
 def read_worker(
     reader: Reader, raw: object, default_queue: str, heartbeat: float | None
 ) -> WorkerSettings:
-    """The `WORKER` dict."""
+    """The `WORKER` dict: one value per table option with a key; `HEARTBEAT` feeds heartbeats."""
     path = "QLESS['WORKER']"
     if not isinstance(raw, Mapping):
         reader.error("E003", path, f"must be a dict, got {type(raw).__name__}")
         raw = {}
     reader.unknown_keys(raw, WORKER_KEYS, path)
-    strategy = raw.get("STRATEGY", "ordered")
-    if strategy not in STRATEGIES:
-        reader.error(
-            "E003", f"{path}['STRATEGY']", f"must be one of {STRATEGIES}, got {strategy!r}"
-        )
-        strategy = "ordered"
-    queues = reader.queue_names(raw, "QUEUES", path) or (default_queue,)
-    return WorkerSettings(
-        queues=queues,
-        strategy=strategy,
-        processes=cast(int, reader.integer(raw, "PROCESSES", path, 1)),
-        max_jobs=reader.integer(raw, "MAX_JOBS", path, None),
-        max_memory_mb=reader.integer(raw, "MAX_MEMORY_MB", path, None),
-        time_limit=reader.number(raw, "TIME_LIMIT", path, None, minimum=0, exclusive=True),
-        shutdown_timeout=cast(float, reader.number(raw, "SHUTDOWN_TIMEOUT", path, 30.0, minimum=0)),
-        poll_interval=cast(
-            float, reader.number(raw, "POLL_INTERVAL", path, 5.0, minimum=0, exclusive=True)
-        ),
-        prefetch=cast(int, reader.integer(raw, "PREFETCH", path, 1, minimum=0)),
-        heartbeat_interval=heartbeat,
-    )
+    values = {
+        option.name: option.kind.read(reader, raw, option.key, path, option.default)
+        for option in WORKER_OPTIONS
+        if option.key is not None
+    }
+    values["queues"] = values["queues"] or (default_queue,)
+    return WorkerSettings(**values, heartbeat_interval=heartbeat)
 
 
 def read_admin(reader: Reader, raw: object) -> AdminSettings:
@@ -360,6 +291,17 @@ class Reader:
             return default
         return float(value)
 
+    def choice(
+        self, raw: Mapping[str, Any], key: str, path: str, default: str,
+        choices: tuple[str, ...],
+    ) -> str:
+        """One of `choices`."""
+        value = raw.get(key, default)
+        if value not in choices:
+            self.error("E003", f"{path}[{key!r}]", f"must be one of {choices}, got {value!r}")
+            return default
+        return cast(str, value)
+
     def mapping(self, raw: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
         """A dict with string keys (empty when absent)."""
         value = raw.get(key, {})
@@ -407,5 +349,3 @@ class Reader:
             elif problem := option_problem(name, item):
                 self.error("E003", f"{where}[{name!r}]", problem)
         return dict(value)
-
-

@@ -1,0 +1,86 @@
+"""The shape of the `QLESS` setting: its known keys, defaults and frozen dataclasses."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..redis_urls import SentinelSettings
+from .worker_table import WORKER_OPTIONS, Strategy, worker_default
+
+DEFAULT_URL = "redis://localhost:6379/0"
+DEFAULT_ALIAS = "default"
+TOP_KEYS = (
+    "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
+    "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
+    "RECURRING", "PUT_MEMORY_LIMIT",
+)
+CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
+WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
+ADMIN_KEYS = ("MASKED_DATA_KEYS",)
+#: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
+DEFAULT_MASKED_DATA_KEYS = (
+    "password", "passwd", "secret", "token", "api_key", "apikey", "authorization",
+    "credential", "private_key",
+)
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """One named Redis connection and the queues routed to it."""
+
+    alias: str
+    url: str
+    options: Mapping[str, Any]
+    queues: tuple[str, ...]
+    sentinel: SentinelSettings | None = None
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Defaults for `manage.py qless_worker` (its command-line options win)."""
+
+    queues: tuple[str, ...]
+    strategy: Strategy = worker_default("strategy")
+    processes: int = worker_default("processes")
+    max_jobs: int | None = worker_default("max_jobs")
+    max_memory_mb: int | None = worker_default("max_memory_mb")
+    time_limit: float | None = worker_default("time_limit")
+    shutdown_timeout: float = worker_default("shutdown_timeout")
+    poll_interval: float = worker_default("poll_interval")
+    #: Jobs a worker process pops ahead of the one it runs, while recent jobs are short.
+    prefetch: int = worker_default("prefetch")
+    #: Seconds between lease renewals of a running job; None = a third of the queue's lease.
+    heartbeat_interval: float | None = worker_default("heartbeat_interval")
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    """Options of the admin pages."""
+
+    masked_data_keys: tuple[str, ...] = DEFAULT_MASKED_DATA_KEYS
+
+
+@dataclass(frozen=True)
+class QlessSettings:
+    """The whole `QLESS` setting, validated."""
+
+    connections: Mapping[str, ConnectionSettings]
+    worker: WorkerSettings
+    default_queue: str = "default"
+    immediate: bool = False
+    enqueue_on_commit: bool = True
+    max_payload_bytes: int = 1_048_576
+    #: Share of Redis' maxmemory above which puts are refused (None: never).
+    put_memory_limit: float | None = 0.9
+    heartbeat: float | None = None
+    admin: AdminSettings = AdminSettings()
+    #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
+    recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+
+#: Every field at its default: what the reader falls back to for an absent or bad key.
+DEFAULTS = QlessSettings(connections=MappingProxyType({}), worker=WorkerSettings(queues=()))
