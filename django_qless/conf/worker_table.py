@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..core import validation
+
 if TYPE_CHECKING:
     from .reader import Reader
 
@@ -58,9 +60,18 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def queue(text: str) -> str:
+    """argparse type: a valid queue name (as `QLESS['WORKER']['QUEUES']` requires)."""
+    try:
+        return validation.queue_name(text)
+    except ValueError as exc:
+        # argparse shows its own "invalid <type> value" for a ValueError: keep ours.
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def queue_list(text: str) -> list[str]:
-    """argparse type: comma-separated queue names."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
+    """argparse type: comma-separated valid queue names."""
+    names = [queue(name.strip()) for name in text.split(",") if name.strip()]
     if not names:
         raise argparse.ArgumentTypeError("expected one or more queue names")
     return names
@@ -157,7 +168,7 @@ class QueueList(Kind):
 
     def add_to(self, parser: argparse.ArgumentParser, option: WorkerOption) -> None:
         """The positional names as well as the flag."""
-        parser.add_argument(self.positional_dest, nargs="*", metavar="queue",
+        parser.add_argument(self.positional_dest, nargs="*", type=queue, metavar="queue",
                             help=self.positional_help)
         super().add_to(parser, option)
 

@@ -137,3 +137,11 @@ def test_the_command_line_wins_over_the_setting(settings: Any, qless_url: str) -
     assert (options.prefetch, options.processes, options.heartbeat_interval) == (2, 3, 7.0)
     options = WorkerOptions.from_settings(**given("--heartbeat-interval", "1.5"))
     assert options.heartbeat_interval == 1.5
+
+
+@pytest.mark.parametrize("argv", [["bad queue!"], ["--queues", "a,bad queue!"]])
+def test_command_line_queue_names_are_checked_as_the_setting_checks_them(argv: list[str]) -> None:
+    _, problems = parse({"WORKER": {"QUEUES": ["bad queue!"]}})
+    assert [p.message.split(":")[0] for p in problems] == ["has an invalid queue name"]
+    with pytest.raises(CommandError, match="invalid queue name 'bad queue!'"):
+        parser().parse_args(argv)
