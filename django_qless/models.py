@@ -94,7 +94,7 @@ class RecurringJob(Placeholder):
 
 
 class Config(Placeholder):
-    """The qless config (`ql:config`)."""
+    """The qless configuration (the settings every qless client shares)."""
 
     class Meta:
         managed = False
