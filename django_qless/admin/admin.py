@@ -1,4 +1,4 @@
-"""Registration: one ModelAdmin per placeholder model, serving its pages from Redis."""
+"""Registration: one ModelAdmin per section (placeholder model) serving its rows of ROUTES."""
 
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
 
-from .. import models
 from ..conf import DEFAULT_ALIAS
 from ..core import QlessError
 from . import permissions
-from .env import Env, make_env
-from .routes import A, Route, action, page
-from .views import actions, config, failures, jobs, overview, queues, recurring, workers
+from .page_context import PageContext, page_context_for
+from .routes import INDEX_ROUTES, Route, section_routes
 
 
 class QlessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -63,72 +61,35 @@ class QlessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return self.wrap(index)(request)
 
     def wrap(self, route: Route) -> Callable[..., HttpResponse]:
-        """Login (admin_view), method and permission checks, then the view with its Env."""
+        """Login (admin_view), method and permission checks, then the view with its PageContext."""
 
         def view(request: HttpRequest, alias: str = DEFAULT_ALIAS, **kwargs: Any) -> HttpResponse:
-            env = make_env(request, self, alias)
+            ctx = page_context_for(request, self, alias)
             try:
-                return route.view(env, **kwargs)
+                return route.view(ctx, **kwargs)
             except redis.RedisError as exc:
-                return error_page(env, f"Redis error on connection {alias!r}: {exc}", 503)
+                return error_page(ctx, f"Redis error on connection {alias!r}: {exc}", 503)
             except QlessError as exc:
-                return error_page(env, str(exc), 400)
+                return error_page(ctx, str(exc), 400)
 
         methods = permissions.ACTION_METHODS if route.action else permissions.PAGE_METHODS
         guarded = permissions.guard(view, perm=route.perm, methods=methods)
         return self.admin_site.admin_view(guarded)
 
 
-def error_page(env: Env, message: str, status: int) -> HttpResponse:
+def error_page(ctx: PageContext, message: str, status: int) -> HttpResponse:
     """A page saying what went wrong (the text is escaped by the template)."""
-    return env.render(
+    return ctx.render(
         "error.html", {"message": message}, title="Qless error", section="", status=status
     )
 
 
-def register(model: type[Model], index: str, routes: Sequence[Route]) -> None:
-    """Register a QlessAdmin subclass for a placeholder model."""
-    attrs = {"routes": tuple(routes), "index_name": index, "__module__": __name__}
-    admin_class = type(f"{model.__name__}Admin", (QlessAdmin,), attrs)
-    admin.site.register(model, admin_class)
+def register(section: type[Model], index: str) -> None:
+    """Register a QlessAdmin subclass serving a section's routes of the table."""
+    attrs = {"routes": section_routes(section), "index_name": index, "__module__": __name__}
+    admin_class = type(f"{section.__name__}Admin", (QlessAdmin,), attrs)
+    admin.site.register(section, admin_class)
 
 
-register(models.Overview, "overview", [page(A, overview.overview, "overview")])
-register(models.Queue, "queues", [
-    page(A, queues.queue_list, "queues"),
-    page(A + "q/<path:name>/", queues.queue_page, "queue"),
-    action(A + "pause/", queues.pause, "queue_pause", permissions.QUEUES),
-    action(A + "unpause/", queues.unpause, "queue_unpause", permissions.QUEUES),
-    action(A + "settings/", queues.save_settings, "queue_settings", permissions.QUEUES),
-])
-register(models.Job, "search", [
-    page(A, jobs.search, "search"),
-    page(A + "j/<path:jid>/", jobs.job_page, "job"),
-    page(A + "completed/", jobs.completed, "completed"),
-    page(A + "tracked/", jobs.tracked, "tracked"),
-    page(A + "tagged/", jobs.tagged, "tagged"),
-    *actions.ACTIONS,
-])
-register(models.Failure, "failures", [
-    page(A, failures.groups, "failures"),
-    page(A + "g/<path:group>/", failures.group_page, "failure_group"),
-    action(A + "retry/", failures.retry_group, "failure_retry", permissions.RETRY),
-    action(A + "retry-all/", failures.retry_all, "failure_retry_all", permissions.RETRY),
-    action(A + "cancel/", failures.cancel_group, "failure_cancel", permissions.CANCEL),
-])
-register(models.Worker, "workers", [
-    page(A, workers.worker_list, "workers"),
-    page(A + "w/<path:name>/", workers.worker_page, "worker"),
-    action(A + "forget/", workers.forget, "worker_forget", permissions.QUEUES),
-])
-register(models.RecurringJob, "recurring_list", [
-    page(A, recurring.recurring_list, "recurring_list"),
-    page(A + "r/<path:jid>/", recurring.recurring_page, "recurring"),
-    action(A + "update/", recurring.update, "recurring_update", permissions.RECURRING),
-    action(A + "delete/", recurring.delete, "recurring_delete", permissions.RECURRING),
-])
-register(models.Config, "config", [
-    page(A, config.config_page, "config"),
-    action(A + "set/", config.set_value, "config_set", permissions.CONFIG),
-    action(A + "unset/", config.unset_value, "config_unset", permissions.CONFIG),
-])
+for _section, _index in INDEX_ROUTES.items():
+    register(_section, _index)

@@ -10,13 +10,13 @@ from django.contrib.contenttypes.models import ContentType
 from django.db.models import Model
 
 if TYPE_CHECKING:
-    from .env import Env
+    from .page_context import PageContext
 
 REPR_CHARS = 200
 
 
 def record(
-    env: Env,
+    ctx: PageContext,
     model: type[Model],
     changes: Iterable[tuple[str, str]],
     *,
@@ -24,7 +24,7 @@ def record(
 ) -> None:
     """Log changes to objects of one kind: (object id, readable message) each."""
     content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-    user_id = env.request.user.pk
+    user_id = ctx.request.user.pk
     flag = DELETION if deletion else CHANGE
     entries = [
         LogEntry(
@@ -33,7 +33,7 @@ def record(
             object_id=object_id,
             object_repr=_short(object_id),
             action_flag=flag,
-            change_message=f"{message} (connection {env.alias!r})",
+            change_message=f"{message} (connection {ctx.alias!r})",
         )
         for object_id, message in changes
     ]

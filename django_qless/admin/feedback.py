@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 
-from .env import Env
+from .page_context import PageContext
 
 #: Errors listed one by one in a message; the rest are counted.
 ERRORS_SHOWN = 10
@@ -23,21 +23,21 @@ def form_errors(form: forms.Form) -> str:
     return "; ".join(parts)
 
 
-def invalid(env: Env, form: forms.Form, fallback: str) -> HttpResponse:
+def invalid(ctx: PageContext, form: forms.Form, fallback: str) -> HttpResponse:
     """Report a form's errors and go back."""
-    messages.error(env.request, f"Nothing was changed: {form_errors(form)}")
-    return env.redirect_back(fallback)
+    messages.error(ctx.request, f"Nothing was changed: {form_errors(form)}")
+    return ctx.redirect_back(fallback)
 
 
-def report(env: Env, done: str | None, errors: Sequence[tuple[str, str]]) -> None:
+def report(ctx: PageContext, done: str | None, errors: Sequence[tuple[str, str]]) -> None:
     """A success message (if anything was done) and one error message listing failures."""
     if done:
-        messages.success(env.request, done)
+        messages.success(ctx.request, done)
     if errors:
         shown = "; ".join(f"{name}: {error}" for name, error in errors[:ERRORS_SHOWN])
         more = len(errors) - ERRORS_SHOWN
         suffix = f" (and {more} more)" if more > 0 else ""
-        messages.error(env.request, f"{len(errors)} not done: {shown}{suffix}")
+        messages.error(ctx.request, f"{len(errors)} not done: {shown}{suffix}")
 
 
 def plural(count: int, noun: str) -> str:
@@ -45,28 +45,28 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def confirmed(env: Env) -> bool:
+def confirmed(ctx: PageContext) -> bool:
     """Whether the POST comes from the confirmation page."""
-    return env.request.POST.get("confirmed") == "yes"
+    return ctx.request.POST.get("confirmed") == "yes"
 
 
 def confirm_page(
-    env: Env, *, title: str, question: str, items: Sequence[str] = (), fallback: str
+    ctx: PageContext, *, title: str, question: str, items: Sequence[str] = (), fallback: str
 ) -> HttpResponse:
     """Ask before a destructive action: re-posts the same fields with `confirmed=yes`."""
     fields = [
         (name, value)
-        for name, values in env.request.POST.lists()
+        for name, values in ctx.request.POST.lists()
         if name not in ("csrfmiddlewaretoken", "confirmed")
         for value in values
     ]
-    back = env.request.POST.get("next") or fallback
+    back = ctx.request.POST.get("next") or fallback
     context = {
         "question": question,
         "items": items[:50],
         "more_items": max(0, len(items) - 50),
         "fields": fields,
-        "action_url": env.request.path,
-        "back_url": back if env.redirect_target_safe(back) else fallback,
+        "action_url": ctx.request.path,
+        "back_url": back if ctx.redirect_target_safe(back) else fallback,
     }
-    return env.render("confirm.html", context, title=title, section="")
+    return ctx.render("confirm.html", context, title=title, section="")

@@ -1,4 +1,4 @@
-"""What every admin view works with: the request, the admin site, the connection alias."""
+"""`PageContext`: what every admin view works with (request, admin site, connection alias)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from . import permissions
 if TYPE_CHECKING:
     from .admin import QlessAdmin
 
-#: Sections of the admin's own navigation bar: (label, url name of the section's page).
-SECTIONS = (
+#: The admin's own navigation bar: (label, url name of the section's page).
+NAVIGATION = (
     ("Overview", "overview"),
     ("Queues", "queues"),
     ("Workers", "workers"),
@@ -36,8 +36,8 @@ Crumbs = Sequence[tuple[str, str | None]]
 
 
 @dataclass
-class Env:
-    """One request to a qless page or action, on one connection."""
+class PageContext:
+    """One request to a qless page or action, on one connection, with its client."""
 
     request: HttpRequest
     admin: QlessAdmin
@@ -96,7 +96,7 @@ class Env:
 
     def nav(self, section: str) -> list[tuple[str, str, bool]]:
         """The navigation bar: (label, url, current)."""
-        return [(label, self.url(name), name == section) for label, name in SECTIONS]
+        return [(label, self.url(name), name == section) for label, name in NAVIGATION]
 
     def crumbs(self, crumbs: Crumbs) -> list[tuple[str, str | None]]:
         """Home > Qless > (connection, when there are several) > the page's own crumbs."""
@@ -137,8 +137,8 @@ class Env:
         return HttpResponseRedirect(target if self.redirect_target_safe(target) else fallback)
 
 
-def make_env(request: HttpRequest, admin: QlessAdmin, alias: str) -> Env:
-    """The Env of a request; 404 for a connection alias that is not configured."""
+def page_context_for(request: HttpRequest, admin: QlessAdmin, alias: str) -> PageContext:
+    """The PageContext of a request; 404 for a connection alias that is not configured."""
     if alias not in get_settings().connections:
         raise Http404(f"No qless connection {alias!r}")
-    return Env(request=request, admin=admin, alias=alias, client=get_client(alias))
+    return PageContext(request=request, admin=admin, alias=alias, client=get_client(alias))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from ..conf import get_settings
 from ..core import HistoryEntry, Job, RecurringJob
+from .job_actions import JOB_ACTIONS, JobAction, Selection
 
 MASK = "********"
 #: Longest failure message shown in a list row (the job page shows all of it).
@@ -205,3 +206,47 @@ class RecurringRow:
 def recurring_row(job: RecurringJob) -> RecurringRow:
     """A recurring template with masked, pretty data."""
     return RecurringRow(job=job, data=pretty_data(job.raw_data))
+
+
+@dataclass(frozen=True)
+class ActionBar:
+    """The job page's action buttons for one job and user."""
+
+    #: The user may run at least one of the bar's actions (on some job), so it is shown.
+    shown: bool
+    #: The actions offered for this job, the deleting one last.
+    actions: list[JobAction]
+
+
+def job_page_actions(job: Job, can: Callable[[str], bool]) -> ActionBar:
+    """The actions the job page offers for a job to a user holding the permissions `can`."""
+    allowed = [a for a in JOB_ACTIONS if a.on_job_page is not None and can(a.perm)]
+    offered = [a for a in allowed if job.state in a.states and a.on_job_page and a.on_job_page(job)]
+    # The destructive action sits apart, after the others.
+    return ActionBar(bool(allowed), sorted(offered, key=lambda a: a.deletion))
+
+
+@dataclass(frozen=True)
+class ButtonGroup:
+    """Buttons of the job lists' bulk bar sharing one input (`field`, "" for none)."""
+
+    field: str
+    actions: list[JobAction]
+
+
+def list_actions(can: Callable[[str], bool]) -> list[ButtonGroup]:
+    """The bulk bar above job lists: the user's actions, those sharing an input grouped."""
+    groups: list[ButtonGroup] = []
+    for action in JOB_ACTIONS:
+        if action.list_label is None or not can(action.perm):
+            continue
+        if action.field and groups and groups[-1].field == action.field:
+            groups[-1].actions.append(action)
+        else:
+            groups.append(ButtonGroup(action.field, [action]))
+    return groups
+
+
+def tag_actions(can: Callable[[str], bool]) -> list[JobAction]:
+    """The actions on every job with a tag that the user may run."""
+    return [a for a in JOB_ACTIONS if a.selection is Selection.TAG and can(a.perm)]

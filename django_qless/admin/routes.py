@@ -1,35 +1,105 @@
-"""URL routes of the admin pages: each a page (GET) or an action (POST) with its permission."""
+"""Every URL of the admin pages, in one table: section, path, view, name, permission, kind.
+
+`admin.py` registers one ModelAdmin per section (placeholder model) serving its rows of
+`ROUTES`; the job actions' rows are generated from `job_actions.JOB_ACTIONS`.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db.models import Model
 from django.http import HttpResponse
 
+from .. import models
 from . import permissions
+from .job_actions import JOB_ACTIONS, JobAction
+from .views import actions, config, failures, jobs, overview, queues, recurring, workers
+
+#: Start of every route: the connection alias.
+ALIAS_PREFIX = "<str:alias>/"
+
+View = Callable[..., HttpResponse]
 
 
 @dataclass(frozen=True)
 class Route:
-    """One URL of the app, relative to its model's admin URL."""
+    """One URL of the app, relative to its section's admin URL."""
 
+    section: type[Model]
     path: str
-    view: Callable[..., HttpResponse]
+    view: View
+    #: URL name, registered as `django_qless_<name>`.
     name: str
     perm: str = permissions.VIEW
+    #: An action (POST only, its own permission) rather than a page (GET/HEAD).
     action: bool = False
 
 
-def page(route: str, view: Callable[..., HttpResponse], name: str) -> Route:
+def page(section: type[Model], path: str, view: View, name: str) -> Route:
     """A page: GET/HEAD, view permission."""
-    return Route(route, view, name)
+    return Route(section, ALIAS_PREFIX + path, view, name)
 
 
-def action(route: str, view: Callable[..., HttpResponse], name: str, perm: str) -> Route:
+def action(section: type[Model], path: str, view: View, name: str, perm: str) -> Route:
     """An action: POST only, with its own permission (plus the view permission)."""
-    return Route(route, view, name, perm, action=True)
+    return Route(section, ALIAS_PREFIX + path, view, name, perm, action=True)
 
 
-#: Prefix of every route: the connection alias.
-A = "<str:alias>/"
+def job_action_route(entry: JobAction) -> Route:
+    """The route of a job action: the generic view running that entry."""
+    view = functools.partial(actions.run_job_action, action=entry)
+    return action(models.Job, entry.path, view, entry.name, entry.perm)
+
+
+#: Section -> name of the route its changelist (the section's link in the admin) shows.
+INDEX_ROUTES: dict[type[Model], str] = {
+    models.Overview: "overview",
+    models.Queue: "queues",
+    models.Job: "search",
+    models.Failure: "failures",
+    models.Worker: "workers",
+    models.RecurringJob: "recurring_list",
+    models.Config: "config",
+}
+
+ROUTES: tuple[Route, ...] = (
+    page(models.Overview, "", overview.overview, "overview"),
+    page(models.Queue, "", queues.queue_list, "queues"),
+    page(models.Queue, "q/<path:name>/", queues.queue_page, "queue"),
+    action(models.Queue, "pause/", queues.pause, "queue_pause", permissions.QUEUES),
+    action(models.Queue, "unpause/", queues.unpause, "queue_unpause", permissions.QUEUES),
+    action(models.Queue, "settings/", queues.save_settings, "queue_settings", permissions.QUEUES),
+    page(models.Job, "", jobs.search, "search"),
+    page(models.Job, "j/<path:jid>/", jobs.job_page, "job"),
+    page(models.Job, "completed/", jobs.completed, "completed"),
+    page(models.Job, "tracked/", jobs.tracked, "tracked"),
+    page(models.Job, "tagged/", jobs.tagged, "tagged"),
+    *(job_action_route(entry) for entry in JOB_ACTIONS),
+    page(models.Failure, "", failures.groups, "failures"),
+    page(models.Failure, "g/<path:group>/", failures.group_page, "failure_group"),
+    action(models.Failure, "retry/", failures.retry_group, "failure_retry", permissions.RETRY),
+    action(models.Failure, "retry-all/", failures.retry_all, "failure_retry_all",
+           permissions.RETRY),
+    action(models.Failure, "cancel/", failures.cancel_group, "failure_cancel",
+           permissions.CANCEL),
+    page(models.Worker, "", workers.worker_list, "workers"),
+    page(models.Worker, "w/<path:name>/", workers.worker_page, "worker"),
+    action(models.Worker, "forget/", workers.forget, "worker_forget", permissions.QUEUES),
+    page(models.RecurringJob, "", recurring.recurring_list, "recurring_list"),
+    page(models.RecurringJob, "r/<path:jid>/", recurring.recurring_page, "recurring"),
+    action(models.RecurringJob, "update/", recurring.update, "recurring_update",
+           permissions.RECURRING),
+    action(models.RecurringJob, "delete/", recurring.delete, "recurring_delete",
+           permissions.RECURRING),
+    page(models.Config, "", config.config_page, "config"),
+    action(models.Config, "set/", config.set_value, "config_set", permissions.CONFIG),
+    action(models.Config, "unset/", config.unset_value, "config_unset", permissions.CONFIG),
+)
+
+
+def section_routes(section: type[Model]) -> tuple[Route, ...]:
+    """The routes one section's ModelAdmin serves."""
+    return tuple(route for route in ROUTES if route.section is section)

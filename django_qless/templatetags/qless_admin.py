@@ -1,7 +1,8 @@
-"""Template helpers of the qless admin pages: links by name, durations, timestamps."""
+"""Template helpers of the qless admin pages: links by name, action buttons, durations, times."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -11,7 +12,10 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from ..admin import presenters
+from ..admin.job_actions import JobAction, job_action
 from ..admin.presenters import when
+from ..core import Job
 
 register = template.Library()
 
@@ -57,6 +61,36 @@ def qless_link(context: template.Context, kind: str, value: Any, label: Any = No
     if url is None:
         return format_html("{}", text)
     return format_html('<a href="{}">{}</a>', url, text)
+
+
+def holds(context: template.Context) -> Callable[[str], bool]:
+    """Whether the page's user holds a permission (the template's own `perms`)."""
+    perms = context.get("perms")
+    return lambda perm: perms is not None and perm in perms
+
+
+@register.simple_tag(takes_context=True)
+def qless_job_page_actions(context: template.Context, job: Job) -> presenters.ActionBar:
+    """The job page's action buttons for `job` and the page's user."""
+    return presenters.job_page_actions(job, holds(context))
+
+
+@register.simple_tag(takes_context=True)
+def qless_list_actions(context: template.Context) -> list[presenters.ButtonGroup]:
+    """The bulk bar above a job list, for the page's user."""
+    return presenters.list_actions(holds(context))
+
+
+@register.simple_tag(takes_context=True)
+def qless_tag_actions(context: template.Context) -> list[JobAction]:
+    """The actions on every job with a tag, for the page's user."""
+    return presenters.tag_actions(holds(context))
+
+
+@register.simple_tag(takes_context=True)
+def qless_may(context: template.Context, name: str) -> bool:
+    """Whether the page's user may run the job action with URL name `name`."""
+    return holds(context)(job_action(name).perm)
 
 
 @register.filter

@@ -11,9 +11,9 @@ from django.http import HttpResponse
 from ... import models
 from ...core import Job
 from .. import audit, bulk, presenters
-from ..env import Env
 from ..feedback import confirm_page, confirmed, invalid, plural, report
 from ..forms import GroupForm
+from ..page_context import PageContext
 from ..pagination import paginate, paginate_sequence
 from ..queries import get_jobs, group_jids
 from .jobs import list_context
@@ -50,89 +50,89 @@ def _failed_at(job: Job | None) -> datetime | None:
     return presenters.when(job.failure.when) if job and job.failure else None
 
 
-def summarize(env: Env, group: str, count: int) -> GroupSummary:
+def summarize(ctx: PageContext, group: str, count: int) -> GroupSummary:
     """A group's newest and oldest job (two one-item queries)."""
-    newest = get_jobs(env.client, group_jids(env.client, group, 0, 1)[1])
-    oldest = get_jobs(env.client, group_jids(env.client, group, max(count - 1, 0), 1)[1])
+    newest = get_jobs(ctx.client, group_jids(ctx.client, group, 0, 1)[1])
+    oldest = get_jobs(ctx.client, group_jids(ctx.client, group, max(count - 1, 0), 1)[1])
     return GroupSummary(group, count, newest[0] if newest else None, oldest[0] if oldest else None)
 
 
-def groups(env: Env) -> HttpResponse:
+def groups(ctx: PageContext) -> HttpResponse:
     """Every failure group, largest first, with first/last seen and a sample message."""
-    ordered = sorted(env.client.failed().items(), key=lambda item: (-item[1], item[0]))
-    page = paginate_sequence(env.request, ordered).map(
-        lambda items: [summarize(env, name, count) for name, count in items]
+    ordered = sorted(ctx.client.failed().items(), key=lambda item: (-item[1], item[0]))
+    page = paginate_sequence(ctx.request, ordered).map(
+        lambda items: [summarize(ctx, name, count) for name, count in items]
     )
     context = {"page": page, "failed_total": sum(count for _, count in ordered)}
-    return env.render("failures.html", context, title="Failed jobs", section="failures")
+    return ctx.render("failures.html", context, title="Failed jobs", section="failures")
 
 
-def group_page(env: Env, group: str) -> HttpResponse:
+def group_page(ctx: PageContext, group: str) -> HttpResponse:
     """One failure group's jobs, newest first."""
-    total = env.client.failed().get(group, 0)
+    total = ctx.client.failed().get(group, 0)
 
     def fetch(offset: int, count: int) -> list[str]:
-        return group_jids(env.client, group, offset, count)[1]
+        return group_jids(ctx.client, group, offset, count)[1]
 
     context: dict[str, Any] = {
-        **list_context(env, paginate(env.request, fetch, total)), "group": group, "total": total,
+        **list_context(ctx, paginate(ctx.request, fetch, total)), "group": group, "total": total,
     }
-    crumbs = [("Failed jobs", env.url("failures")), (group, None)]
-    return env.render(
+    crumbs = [("Failed jobs", ctx.url("failures")), (group, None)]
+    return ctx.render(
         "failure_group.html", context, title=f"Failure group {group}", section="failures",
         crumbs=crumbs,
     )
 
 
-def retry_group(env: Env) -> HttpResponse:
+def retry_group(ctx: PageContext) -> HttpResponse:
     """Requeue every job of a group into its own queue."""
-    form = GroupForm(env.request.POST)
+    form = GroupForm(ctx.request.POST)
     if not form.is_valid():
-        return invalid(env, form, env.url("failures"))
+        return invalid(ctx, form, ctx.url("failures"))
     group = form.cleaned_data["group"]
-    outcome = bulk.retry_group(env.client, group)
+    outcome = bulk.retry_group(ctx.client, group)
     message = f"Retried {plural(outcome.done, 'job')} of failure group {group}"
     if outcome.done:
-        audit.record(env, models.Failure, [(group, f"{message} in {outcome.batches} batches")])
-    report(env, f"{message}." if outcome.done else None, outcome.errors)
-    return env.redirect_back(env.url("failures"))
+        audit.record(ctx, models.Failure, [(group, f"{message} in {outcome.batches} batches")])
+    report(ctx, f"{message}." if outcome.done else None, outcome.errors)
+    return ctx.redirect_back(ctx.url("failures"))
 
 
-def retry_all(env: Env) -> HttpResponse:
+def retry_all(ctx: PageContext) -> HttpResponse:
     """Requeue the jobs of every failure group (up to the bulk limit per request)."""
     total = bulk.Outcome()
-    for group in env.client.failed():
+    for group in ctx.client.failed():
         if total.done >= bulk.MAX_JOBS:
             break
-        outcome = bulk.retry_group(env.client, group)
+        outcome = bulk.retry_group(ctx.client, group)
         total.done += outcome.done
         total.batches += outcome.batches
         total.errors += outcome.errors
     message = f"Retried {plural(total.done, 'failed job')}"
     if total.done:
-        audit.record(env, models.Failure, [("*", f"{message} of every group")])
-    report(env, f"{message}." if total.done else "No failed jobs to retry.", total.errors)
-    return env.redirect_back(env.url("failures"))
+        audit.record(ctx, models.Failure, [("*", f"{message} of every group")])
+    report(ctx, f"{message}." if total.done else "No failed jobs to retry.", total.errors)
+    return ctx.redirect_back(ctx.url("failures"))
 
 
-def cancel_group(env: Env) -> HttpResponse:
+def cancel_group(ctx: PageContext) -> HttpResponse:
     """Cancel every job of a group, after a confirmation page."""
-    form = GroupForm(env.request.POST)
+    form = GroupForm(ctx.request.POST)
     if not form.is_valid():
-        return invalid(env, form, env.url("failures"))
+        return invalid(ctx, form, ctx.url("failures"))
     group = form.cleaned_data["group"]
-    if not confirmed(env):
-        count = env.client.failed().get(group, 0)
+    if not confirmed(ctx):
+        count = ctx.client.failed().get(group, 0)
         return confirm_page(
-            env, title="Cancel a failure group", fallback=env.url("failures"),
+            ctx, title="Cancel a failure group", fallback=ctx.url("failures"),
             question=f"Cancel all {plural(count, 'job')} of failure group {group}?",
         )
-    outcome = bulk.cancel_group(env.client, group)
+    outcome = bulk.cancel_group(ctx.client, group)
     message = f"Cancelled {plural(outcome.done, 'job')} of failure group {group}"
     if outcome.done:
         audit.record(
-            env, models.Failure, [(group, f"{message} in {outcome.batches} batches")],
+            ctx, models.Failure, [(group, f"{message} in {outcome.batches} batches")],
             deletion=True,
         )
-    report(env, f"{message}." if outcome.done else None, outcome.errors)
-    return env.redirect_back(env.url("failures"))
+    report(ctx, f"{message}." if outcome.done else None, outcome.errors)
+    return ctx.redirect_back(ctx.url("failures"))

@@ -11,7 +11,7 @@ from django.http import HttpResponse, HttpResponseRedirect
 
 from ...core import InvalidArgumentError, Job
 from .. import permissions, presenters
-from ..env import Env
+from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
 from ..queries import (
     TRACKED_STATES,
@@ -28,126 +28,126 @@ from ..queries import (
 TOP_TAGS = 50
 
 
-def list_context(env: Env, page: Pagination[str]) -> dict[str, Any]:
+def list_context(ctx: PageContext, page: Pagination[str]) -> dict[str, Any]:
     """A page of jids as job rows, plus what the bulk-action bar needs."""
-    now = env.client.now()
+    now = ctx.client.now()
     return {
-        "page": page.map(lambda jids: presenters.job_rows(get_jobs(env.client, jids), now)),
-        "queue_names": [q.name for q in env.client.queues()],
+        "page": page.map(lambda jids: presenters.job_rows(get_jobs(ctx.client, jids), now)),
+        "queue_names": [q.name for q in ctx.client.queues()],
     }
 
 
-def search(env: Env) -> HttpResponse:
+def search(ctx: PageContext) -> HttpResponse:
     """Find a job or recurring job by jid, else jobs by tag; lists the most used tags."""
-    query = env.request.GET.get("q", "").strip()
+    query = ctx.request.GET.get("q", "").strip()
     if query:
-        found = find(env, query)
+        found = find(ctx, query)
         if found is not None:
             return HttpResponseRedirect(found)
-        messages.warning(env.request, f"No job, recurring job or tag {query!r} found.")
-    context = {"query": query, "top_tags": env.client.top_tags(0, TOP_TAGS)}
-    return env.render("search.html", context, title="Find jobs", section="search")
+        messages.warning(ctx.request, f"No job, recurring job or tag {query!r} found.")
+    context = {"query": query, "top_tags": ctx.client.top_tags(0, TOP_TAGS)}
+    return ctx.render("search.html", context, title="Find jobs", section="search")
 
 
-def find(env: Env, query: str) -> str | None:
+def find(ctx: PageContext, query: str) -> str | None:
     """URL of the job, recurring job or tag named `query`, if there is one."""
-    if get_job(env.client, query) is not None:
-        return env.link("job", jid=query)
-    if get_recurring(env.client, query) is not None:
-        return env.link("recurring", jid=query)
+    if get_job(ctx.client, query) is not None:
+        return ctx.link("job", jid=query)
+    if get_recurring(ctx.client, query) is not None:
+        return ctx.link("recurring", jid=query)
     try:
-        total, _ = tag_jids(env.client, query, 0, 1)
+        total, _ = tag_jids(ctx.client, query, 0, 1)
     except InvalidArgumentError:
         return None
-    return f"{env.url('tagged')}?{urlencode({'tag': query})}" if total else None
+    return f"{ctx.url('tagged')}?{urlencode({'tag': query})}" if total else None
 
 
-def job_page(env: Env, jid: str) -> HttpResponse:
+def job_page(ctx: PageContext, jid: str) -> HttpResponse:
     """One job: fields, data, history timeline, failure, dependencies, actions."""
-    job = get_job(env.client, jid)
+    job = get_job(ctx.client, jid)
     if job is None:
-        if get_recurring(env.client, jid) is not None:
-            return HttpResponseRedirect(env.url("recurring", jid=jid))
+        if get_recurring(ctx.client, jid) is not None:
+            return HttpResponseRedirect(ctx.url("recurring", jid=jid))
         missing = {"message": f"No job {jid!r} (it may have been cancelled or expired)."}
-        return env.render("error.html", missing, title="Job not found", section="", status=404)
+        return ctx.render("error.html", missing, title="Job not found", section="", status=404)
     context: dict[str, Any] = {
         "job": job,
-        "row": presenters.job_row(job, env.client.now()),
-        "data": job_data(env, job),
+        "row": presenters.job_row(job, ctx.client.now()),
+        "data": job_data(ctx, job),
         "timeline": presenters.timeline(job.history),
         "failure_when": presenters.when(job.failure.when) if job.failure else None,
-        "queue_names": [q.name for q in env.client.queues()],
+        "queue_names": [q.name for q in ctx.client.queues()],
     }
-    crumbs = job_crumbs(env, job)
-    return env.render("job.html", context, title=f"Job {jid}", section="", crumbs=crumbs)
+    crumbs = job_crumbs(ctx, job)
+    return ctx.render("job.html", context, title=f"Job {jid}", section="", crumbs=crumbs)
 
 
-def job_data(env: Env, job: Job) -> str | None:
+def job_data(ctx: PageContext, job: Job) -> str | None:
     """The job's data for display (masked), or None without the permission to see it."""
-    if not env.can(permissions.VIEW_DATA):
+    if not ctx.can(permissions.VIEW_DATA):
         return None
     return presenters.pretty_data(job.raw_data)
 
 
-def job_crumbs(env: Env, job: Job) -> list[tuple[str, str | None]]:
+def job_crumbs(ctx: PageContext, job: Job) -> list[tuple[str, str | None]]:
     """Queues > queue > jid (or Completed > jid)."""
     if job.queue_name:
         return [
-            ("Queues", env.url("queues")),
-            (job.queue_name, env.link("queue", name=job.queue_name)),
+            ("Queues", ctx.url("queues")),
+            (job.queue_name, ctx.link("queue", name=job.queue_name)),
             (job.jid, None),
         ]
-    return [("Completed", env.url("completed")), (job.jid, None)]
+    return [("Completed", ctx.url("completed")), (job.jid, None)]
 
 
-def completed(env: Env) -> HttpResponse:
+def completed(ctx: PageContext) -> HttpResponse:
     """Recently completed jobs, newest first."""
-    page = paginate(env.request, env.client.completed)
-    context = list_context(env, page)
+    page = paginate(ctx.request, ctx.client.completed)
+    context = list_context(ctx, page)
     crumbs = [("Completed jobs", None)]
-    return env.render(
+    return ctx.render(
         "job_list.html", context, title="Completed jobs", section="completed", crumbs=crumbs
     )
 
 
-def tracked(env: Env) -> HttpResponse:
+def tracked(ctx: PageContext) -> HttpResponse:
     """Tracked jobs, all or by state."""
-    state = env.request.GET.get("state", "all")
-    states = tracked_states(env.client)
+    state = ctx.request.GET.get("state", "all")
+    states = tracked_states(ctx.client)
     if state in (*TRACKED_STATES, "gone"):
-        page = paginate_sequence(env.request, [jid for jid, s in states if s == state])
+        page = paginate_sequence(ctx.request, [jid for jid, s in states if s == state])
     else:
         state = "all"
         page = paginate(
-            env.request, lambda o, c: tracked_jids(env.client, o, c), tracked_total(env.client)
+            ctx.request, lambda o, c: tracked_jids(ctx.client, o, c), tracked_total(ctx.client)
         )
     context: dict[str, Any] = {
-        **list_context(env, page),
+        **list_context(ctx, page),
         "state": state,
         "counts": tracked_counts(states),
-        "total": tracked_total(env.client),
+        "total": tracked_total(ctx.client),
         "gone": page.items if state == "gone" else (),
     }
     crumbs = [("Tracked jobs", None)]
-    return env.render(
+    return ctx.render(
         "tracked.html", context, title="Tracked jobs", section="tracked", crumbs=crumbs
     )
 
 
-def tagged(env: Env) -> HttpResponse:
+def tagged(ctx: PageContext) -> HttpResponse:
     """Jobs carrying a tag, with bulk actions on all of them."""
-    tag = env.request.GET.get("tag", "")
+    tag = ctx.request.GET.get("tag", "")
     try:
-        total, _ = tag_jids(env.client, tag, 0, 1)
+        total, _ = tag_jids(ctx.client, tag, 0, 1)
     except InvalidArgumentError as exc:
-        messages.error(env.request, str(exc))
-        return HttpResponseRedirect(env.url("search"))
+        messages.error(ctx.request, str(exc))
+        return HttpResponseRedirect(ctx.url("search"))
 
     def fetch(offset: int, count: int) -> Sequence[str]:
-        return tag_jids(env.client, tag, offset, count)[1]
+        return tag_jids(ctx.client, tag, offset, count)[1]
 
-    context = {**list_context(env, paginate(env.request, fetch, total)), "tag": tag, "total": total}
-    crumbs = [("Find jobs", env.url("search")), (f"Tag {tag}", None)]
-    return env.render(
+    context = {**list_context(ctx, paginate(ctx.request, fetch, total)), "tag": tag, "total": total}
+    crumbs = [("Find jobs", ctx.url("search")), (f"Tag {tag}", None)]
+    return ctx.render(
         "tagged.html", context, title=f"Jobs tagged {tag}", section="search", crumbs=crumbs
     )

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 
-from ..env import Env
+from ..page_context import PageContext
 from ..queries import config_values, tracked_counts, tracked_states
 
 #: Failure groups and workers listed on the overview (their own pages list all).
 SHOWN = 20
 
 
-def overview(env: Env) -> HttpResponse:
+def overview(ctx: PageContext) -> HttpResponse:
     """The overview page of one connection."""
-    client = env.client
+    client = ctx.client
     groups = sorted(client.failed().items(), key=lambda item: (-item[1], item[0]))
     workers = client.workers.counts()
     context = {
@@ -26,4 +26,4 @@ def overview(env: Env) -> HttpResponse:
         "tracked": tracked_counts(tracked_states(client)),
         "application": config_values(client).get("application", "qless"),
     }
-    return env.render("overview.html", context, title="Qless overview", section="overview")
+    return ctx.render("overview.html", context, title="Qless overview", section="overview")

@@ -11,9 +11,9 @@ from django.http import HttpResponse
 from ... import models
 from ...core import QueueCounts, Stats
 from .. import audit, presenters
-from ..env import Env
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
+from ..page_context import PageContext
 from ..pagination import paginate
 from ..queries import (
     config_values,
@@ -27,31 +27,31 @@ from ..queries import (
 TABS = ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recurring")
 
 
-def queue_list(env: Env) -> HttpResponse:
+def queue_list(ctx: PageContext) -> HttpResponse:
     """Every queue with its counts."""
-    context = {"queues": env.client.queues()}
-    return env.render("queues.html", context, title="Queues", section="queues")
+    context = {"queues": ctx.client.queues()}
+    return ctx.render("queues.html", context, title="Queues", section="queues")
 
 
-def queue_page(env: Env, name: str) -> HttpResponse:
+def queue_page(ctx: PageContext, name: str) -> HttpResponse:
     """One queue: counts, today's failures, settings, and the selected tab."""
-    counts = queue_counts(env.client, name)
-    tab = env.request.GET.get("tab", "stats")
+    counts = queue_counts(ctx.client, name)
+    tab = ctx.request.GET.get("tab", "stats")
     tab = tab if tab in TABS else "stats"
-    day = stats_day(env.request.GET.get("date", ""), env.client.now())
-    stats = queue_stats(env.client, name, day.timestamp())
+    day = stats_day(ctx.request.GET.get("date", ""), ctx.client.now())
+    stats = queue_stats(ctx.client, name, day.timestamp())
     context = {
         "queue": counts,
         "tab": tab,
         "tabs": [(t, tab_count(counts, t)) for t in TABS],
         "stats": stats,
         "day": day,
-        "settings": queue_settings(env, name),
-        "tab_context": tab_context(env, counts, tab, stats),
-        "queue_names": [q.name for q in env.client.queues()],
+        "settings": queue_settings(ctx, name),
+        "tab_context": tab_context(ctx, counts, tab, stats),
+        "queue_names": [q.name for q in ctx.client.queues()],
     }
-    crumbs = [("Queues", env.url("queues")), (name, None)]
-    return env.render("queue.html", context, title=f"Queue {name}", section="queues", crumbs=crumbs)
+    crumbs = [("Queues", ctx.url("queues")), (name, None)]
+    return ctx.render("queue.html", context, title=f"Queue {name}", section="queues", crumbs=crumbs)
 
 
 def stats_day(text: str, now: float) -> datetime.datetime:
@@ -68,30 +68,30 @@ def tab_count(counts: QueueCounts, tab: str) -> int | None:
     return None if tab == "stats" else int(getattr(counts, tab))
 
 
-def tab_context(env: Env, counts: QueueCounts, tab: str, stats: Stats) -> dict[str, object]:
+def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -> dict[str, object]:
     """What the selected tab shows: charts, or one page of its jobs."""
     if tab == "stats":
         return {"wait": presenters.chart(stats.wait.histogram),
                 "run": presenters.chart(stats.run.histogram)}
     total = tab_count(counts, tab) or 0
     page = paginate(
-        env.request, lambda o, c: queue_jids(env.client, counts.name, tab, o, c), total
+        ctx.request, lambda o, c: queue_jids(ctx.client, counts.name, tab, o, c), total
     )
     if tab == "recurring":
-        return {"page": page.map(lambda jids: recurring_rows(env, jids))}
-    now = env.client.now()
-    return {"page": page.map(lambda jids: presenters.job_rows(get_jobs(env.client, jids), now))}
+        return {"page": page.map(lambda jids: recurring_rows(ctx, jids))}
+    now = ctx.client.now()
+    return {"page": page.map(lambda jids: presenters.job_rows(get_jobs(ctx.client, jids), now))}
 
 
-def recurring_rows(env: Env, jids: Sequence[str]) -> list[presenters.RecurringRow]:
+def recurring_rows(ctx: PageContext, jids: Sequence[str]) -> list[presenters.RecurringRow]:
     """Recurring templates by jid (skipping any deleted meanwhile)."""
-    found = (get_recurring(env.client, jid) for jid in jids)
+    found = (get_recurring(ctx.client, jid) for jid in jids)
     return [presenters.recurring_row(job) for job in found if job is not None]
 
 
-def queue_settings(env: Env, name: str) -> dict[str, str | None]:
+def queue_settings(ctx: PageContext, name: str) -> dict[str, str | None]:
     """The queue's own lease length and concurrency limit, and the global lease length."""
-    values = config_values(env.client)
+    values = config_values(ctx.client)
     return {
         "heartbeat": values.get(f"{name}-heartbeat"),
         "default_heartbeat": values.get("heartbeat"),
@@ -99,48 +99,48 @@ def queue_settings(env: Env, name: str) -> dict[str, str | None]:
     }
 
 
-def pause(env: Env) -> HttpResponse:
+def pause(ctx: PageContext) -> HttpResponse:
     """Stop handing out the queue's jobs."""
-    return set_paused(env, paused=True)
+    return set_paused(ctx, paused=True)
 
 
-def unpause(env: Env) -> HttpResponse:
+def unpause(ctx: PageContext) -> HttpResponse:
     """Resume handing out the queue's jobs."""
-    return set_paused(env, paused=False)
+    return set_paused(ctx, paused=False)
 
 
-def set_paused(env: Env, *, paused: bool) -> HttpResponse:
+def set_paused(ctx: PageContext, *, paused: bool) -> HttpResponse:
     """Pause or unpause one queue, log it, and go back."""
-    form = QueueForm(env.request.POST)
+    form = QueueForm(ctx.request.POST)
     if not form.is_valid():
-        return invalid(env, form, env.url("queues"))
+        return invalid(ctx, form, ctx.url("queues"))
     name = form.cleaned_data["queue"]
-    queue = env.client.queue(name)
+    queue = ctx.client.queue(name)
     verb = "Paused" if paused else "Unpaused"
     if paused:
         queue.pause()
     else:
         queue.unpause()
-    audit.record(env, models.Queue, [(name, f"{verb} queue {name}")])
-    messages.success(env.request, f"{verb} queue {name}.")
-    return env.redirect_back(env.url("queue", name=name))
+    audit.record(ctx, models.Queue, [(name, f"{verb} queue {name}")])
+    messages.success(ctx.request, f"{verb} queue {name}.")
+    return ctx.redirect_back(ctx.url("queue", name=name))
 
 
-def save_settings(env: Env) -> HttpResponse:
+def save_settings(ctx: PageContext) -> HttpResponse:
     """Store a queue's heartbeat and max-concurrency (blank: back to the default)."""
-    form = QueueSettingsForm(env.request.POST)
+    form = QueueSettingsForm(ctx.request.POST)
     if not form.is_valid():
-        return invalid(env, form, env.url("queues"))
+        return invalid(ctx, form, ctx.url("queues"))
     name = form.cleaned_data["queue"]
     heartbeat = form.cleaned_data["heartbeat"]
     limit = form.cleaned_data["max_concurrency"] or None
-    queue = env.client.queue(name)
+    queue = ctx.client.queue(name)
     queue.heartbeat = heartbeat
     queue.max_concurrency = limit
     shown = (
         f"heartbeat {'default' if heartbeat is None else f'{heartbeat:g} s'}, "
         f"max concurrency {'unlimited' if limit is None else limit}"
     )
-    audit.record(env, models.Queue, [(name, f"Set queue {name}: {shown}")])
-    messages.success(env.request, f"Queue {name}: {shown}.")
-    return env.redirect_back(env.url("queue", name=name))
+    audit.record(ctx, models.Queue, [(name, f"Set queue {name}: {shown}")])
+    messages.success(ctx.request, f"Queue {name}: {shown}.")
+    return ctx.redirect_back(ctx.url("queue", name=name))

@@ -10,27 +10,27 @@ from django.http import HttpResponse
 from ... import models
 from ...core import RecurringJob
 from .. import audit, permissions, presenters
-from ..env import Env
 from ..feedback import confirm_page, confirmed, form_errors, invalid
 from ..forms import JidForm, RecurringForm
+from ..page_context import PageContext
 from ..pagination import paginate
 from ..queries import get_recurring, queue_jids
 from .queues import recurring_rows
 
 
-def recurring_list(env: Env) -> HttpResponse:
+def recurring_list(ctx: PageContext) -> HttpResponse:
     """Recurring templates of one queue (the queues that have any are listed as tabs)."""
-    queues = [q for q in env.client.queues() if q.recurring]
+    queues = [q for q in ctx.client.queues() if q.recurring]
     names = [q.name for q in queues]
-    selected = env.request.GET.get("queue", names[0] if names else "")
+    selected = ctx.request.GET.get("queue", names[0] if names else "")
     context: dict[str, Any] = {"queues": queues, "selected": selected, "page": None}
     if selected in names:
         total = next(q.recurring for q in queues if q.name == selected)
         page = paginate(
-            env.request, lambda o, c: queue_jids(env.client, selected, "recurring", o, c), total
+            ctx.request, lambda o, c: queue_jids(ctx.client, selected, "recurring", o, c), total
         )
-        context["page"] = page.map(lambda jids: recurring_rows(env, jids))
-    return env.render(
+        context["page"] = page.map(lambda jids: recurring_rows(ctx, jids))
+    return ctx.render(
         "recurring_list.html", context, title="Recurring jobs", section="recurring_list"
     )
 
@@ -43,41 +43,41 @@ def initial(job: RecurringJob) -> dict[str, Any]:
     }
 
 
-def recurring_page(env: Env, jid: str, form: RecurringForm | None = None) -> HttpResponse:
+def recurring_page(ctx: PageContext, jid: str, form: RecurringForm | None = None) -> HttpResponse:
     """One template: its fields, data (masked) and the edit form."""
-    job = get_recurring(env.client, jid)
+    job = get_recurring(ctx.client, jid)
     if job is None:
         missing = {"message": f"No recurring job {jid!r}."}
-        return env.render("error.html", missing, title="Not found", section="", status=404)
-    data = presenters.pretty_data(job.raw_data) if env.can(permissions.VIEW_DATA) else None
+        return ctx.render("error.html", missing, title="Not found", section="", status=404)
+    data = presenters.pretty_data(job.raw_data) if ctx.can(permissions.VIEW_DATA) else None
     context: dict[str, Any] = {
         "job": job, "data": data, "form": form or RecurringForm(initial=initial(job)),
     }
-    crumbs = [("Recurring jobs", env.url("recurring_list")), (jid, None)]
-    return env.render(
+    crumbs = [("Recurring jobs", ctx.url("recurring_list")), (jid, None)]
+    return ctx.render(
         "recurring.html", context, title=f"Recurring job {jid}", section="recurring_list",
         crumbs=crumbs,
     )
 
 
-def update(env: Env) -> HttpResponse:
+def update(ctx: PageContext) -> HttpResponse:
     """Save the edit form: interval, priority, retries, backlog, tags, data."""
-    form = RecurringForm(env.request.POST)
-    jid = env.request.POST.get("jid", "")
+    form = RecurringForm(ctx.request.POST)
+    jid = ctx.request.POST.get("jid", "")
     if not form.is_valid():
-        messages.error(env.request, f"Nothing was changed: {form_errors(form)}")
-        if env.link("recurring", jid=jid) is None:
-            return env.redirect_back(env.url("recurring_list"))
-        return recurring_page(env, jid, form)
-    job = env.client.recurring(form.cleaned_data["jid"])
+        messages.error(ctx.request, f"Nothing was changed: {form_errors(form)}")
+        if ctx.link("recurring", jid=jid) is None:
+            return ctx.redirect_back(ctx.url("recurring_list"))
+        return recurring_page(ctx, jid, form)
+    job = ctx.client.recurring(form.cleaned_data["jid"])
     if job is None:
-        messages.error(env.request, f"No recurring job {jid!r}.")
-        return env.redirect_back(env.url("recurring_list"))
+        messages.error(ctx.request, f"No recurring job {jid!r}.")
+        return ctx.redirect_back(ctx.url("recurring_list"))
     changes = apply_update(job, form.cleaned_data)
     message = f"Updated recurring job {job.jid}: {changes}"
-    audit.record(env, models.RecurringJob, [(job.jid, message)])
-    messages.success(env.request, f"Saved recurring job {job.jid}: {changes}.")
-    return env.redirect_back(env.url("recurring", jid=job.jid))
+    audit.record(ctx, models.RecurringJob, [(job.jid, message)])
+    messages.success(ctx.request, f"Saved recurring job {job.jid}: {changes}.")
+    return ctx.redirect_back(ctx.url("recurring", jid=job.jid))
 
 
 def apply_update(job: RecurringJob, data: dict[str, Any]) -> str:
@@ -101,27 +101,27 @@ def apply_update(job: RecurringJob, data: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def delete(env: Env) -> HttpResponse:
+def delete(ctx: PageContext) -> HttpResponse:
     """Delete a template after a confirmation page (jobs it already spawned stay)."""
-    form = JidForm(env.request.POST)
+    form = JidForm(ctx.request.POST)
     if not form.is_valid():
-        return invalid(env, form, env.url("recurring_list"))
+        return invalid(ctx, form, ctx.url("recurring_list"))
     jid = form.cleaned_data["jid"]
-    job = env.client.recurring(jid)
+    job = ctx.client.recurring(jid)
     if job is None:
-        messages.error(env.request, f"No recurring job {jid!r}.")
-        return env.redirect_back(env.url("recurring_list"))
-    if not confirmed(env):
+        messages.error(ctx.request, f"No recurring job {jid!r}.")
+        return ctx.redirect_back(ctx.url("recurring_list"))
+    if not confirmed(ctx):
         return confirm_page(
-            env, title="Delete a recurring job", fallback=env.url("recurring_list"),
+            ctx, title="Delete a recurring job", fallback=ctx.url("recurring_list"),
             question=f"Delete recurring job {jid} ({job.klass}, every {job.interval:g} s "
             f"in queue {job.queue_name})? Jobs it already spawned stay.",
         )
     job.cancel()
     audit.record(
-        env, models.RecurringJob,
+        ctx, models.RecurringJob,
         [(jid, f"Deleted recurring job {jid} ({job.klass}) of queue {job.queue_name}")],
         deletion=True,
     )
-    messages.success(env.request, f"Deleted recurring job {jid}.")
-    return env.redirect_back(env.url("recurring_list"))
+    messages.success(ctx.request, f"Deleted recurring job {jid}.")
+    return ctx.redirect_back(ctx.url("recurring_list"))

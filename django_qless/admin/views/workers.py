@@ -9,44 +9,44 @@ from django.http import HttpResponse
 
 from ... import models
 from .. import audit
-from ..env import Env
 from ..feedback import invalid
 from ..forms import WorkerForm
+from ..page_context import PageContext
 from ..pagination import paginate_sequence
 from ..queries import worker_jobs
 from .jobs import list_context
 
 
-def worker_list(env: Env) -> HttpResponse:
+def worker_list(ctx: PageContext) -> HttpResponse:
     """Workers seen recently, most recently active first, with their job counts."""
-    page = paginate_sequence(env.request, env.client.workers.counts())
-    return env.render("workers.html", {"page": page}, title="Workers", section="workers")
+    page = paginate_sequence(ctx.request, ctx.client.workers.counts())
+    return ctx.render("workers.html", {"page": page}, title="Workers", section="workers")
 
 
-def worker_page(env: Env, name: str) -> HttpResponse:
+def worker_page(ctx: PageContext, name: str) -> HttpResponse:
     """The jobs a worker holds: live leases first, then expired ones."""
-    held = worker_jobs(env.client, name)
+    held = worker_jobs(ctx.client, name)
     jids = [*held.jobs, *held.stalled]
     stalled = set(held.stalled)
     context: dict[str, Any] = {
-        **list_context(env, paginate_sequence(env.request, jids)),
+        **list_context(ctx, paginate_sequence(ctx.request, jids)),
         "worker": name,
         "stalled_count": len(stalled),
         "running_count": len(jids) - len(stalled),
     }
-    crumbs = [("Workers", env.url("workers")), (name, None)]
-    return env.render(
+    crumbs = [("Workers", ctx.url("workers")), (name, None)]
+    return ctx.render(
         "worker.html", context, title=f"Worker {name}", section="workers", crumbs=crumbs
     )
 
 
-def forget(env: Env) -> HttpResponse:
+def forget(ctx: PageContext) -> HttpResponse:
     """Drop a worker from the list (its jobs keep their leases until they expire)."""
-    form = WorkerForm(env.request.POST)
+    form = WorkerForm(ctx.request.POST)
     if not form.is_valid():
-        return invalid(env, form, env.url("workers"))
+        return invalid(ctx, form, ctx.url("workers"))
     name = form.cleaned_data["name"]
-    env.client.workers.deregister(name)
-    audit.record(env, models.Worker, [(name, f"Forgot worker {name}")], deletion=True)
-    messages.success(env.request, f"Forgot worker {name}.")
-    return env.redirect_back(env.url("workers"))
+    ctx.client.workers.deregister(name)
+    audit.record(ctx, models.Worker, [(name, f"Forgot worker {name}")], deletion=True)
+    messages.success(ctx.request, f"Forgot worker {name}.")
+    return ctx.redirect_back(ctx.url("workers"))
