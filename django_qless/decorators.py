@@ -9,9 +9,9 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 from .exceptions import InvalidJobError
 from .jobs import JobDefinition, seconds
-from .recurring.schedule import Every, Schedule
 from .registry import registry
 from .retry import RetryPolicy
+from .schedules import Every, Schedule
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -31,8 +31,8 @@ from .exceptions import (
     QlessConfigurationError,
     QlessError,
 )
-from .recurring.schedule import Schedule, as_schedules
 from .retry import RetryPolicy
+from .schedules import Schedule, as_schedules
 
 if TYPE_CHECKING:
     from .core import Job

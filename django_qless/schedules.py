@@ -1,4 +1,6 @@
-"""Declared recurrence: `every(...)` timing and `Schedule` options (importable without Django).
+"""Declared recurrence: `every(...)` timing and `Schedule` options, the `recur=` of a job.
+
+Importable without Django (settings modules use `every(...)` in `QLESS["RECURRING"]`).
 
 qless repeats a template every `interval` seconds from a first run chosen when the
 template is written. django_qless fixes that first run to a *phase*: every run time

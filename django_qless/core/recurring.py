@@ -1,17 +1,62 @@
-"""A recurring job template (`recur.*` commands)."""
+"""A recurring job template: the record read from `recur.get`, and its `recur.*` commands."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import commands
 from . import validation as check
+from .exceptions import QlessError
 from .records import as_list, as_number
 
 if TYPE_CHECKING:
     from .client import Client
+
+
+@dataclass(frozen=True)
+class Template:
+    """A recurring template as stored: `recur.get` plus, when read, its next run time."""
+
+    jid: str
+    klass: str
+    queue: str
+    priority: float
+    interval: float
+    retries: int
+    backlog: int
+    #: The job data as stored (JSON text, normally an object).
+    data: str
+    tags: tuple[str, ...]
+    #: How many jobs it has spawned.
+    count: int
+    #: Score in `ql:q:<queue>-recur`; None when missing from that set or not read.
+    next_run: float | None = None
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], next_run: float | None = None) -> Template:
+        """Build from a `recur.get` object (raises `QlessError` when a field is unreadable)."""
+        raw = obj.get("data")
+        try:
+            return cls(
+                jid=str(obj["jid"]),
+                klass=str(obj.get("klass", "")),
+                queue=str(obj.get("queue", "")),
+                priority=as_number(obj.get("priority", 0)),
+                interval=as_number(obj.get("interval", 0)),
+                retries=int(as_number(obj.get("retries", 0))),
+                backlog=int(as_number(obj.get("backlog") or 0)),
+                data=raw if isinstance(raw, str) else json.dumps(raw),
+                tags=tuple(str(tag) for tag in as_list(obj.get("tags"))),
+                count=int(as_number(obj.get("count", 0))),
+                next_run=None if next_run is None else float(next_run),
+            )
+        except (TypeError, ValueError) as exc:
+            raise QlessError(f"recurring job {obj.get('jid')!r} is malformed: {exc}") from exc
 
 
 class RecurringJob:
@@ -19,25 +64,60 @@ class RecurringJob:
 
     def __init__(self, client: Client, obj: Mapping[str, Any]) -> None:
         self.client = client
-        self._load(obj)
-
-    def _load(self, obj: Mapping[str, Any]) -> None:
-        """Set the fields from a `recur.get` object."""
-        self.jid: str = str(obj["jid"])
-        self.klass: str = str(obj.get("klass", ""))
-        self.queue_name: str = str(obj.get("queue", ""))
-        self.priority: int | float = as_number(obj.get("priority", 0))
-        self.interval: int | float = as_number(obj.get("interval", 0))
-        self.retries: int = int(as_number(obj.get("retries", 0)))
-        self.count: int = int(as_number(obj.get("count", 0)))
-        self.backlog: int = int(as_number(obj.get("backlog") or 0))
-        raw = obj.get("data")
-        self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)
-        self.tags: tuple[str, ...] = tuple(str(t) for t in as_list(obj.get("tags")))
-        self.__dict__.pop("data", None)  # drop the cached decoded data
+        self.template = Template.from_json(obj)
 
     def __repr__(self) -> str:
         return f"<RecurringJob {self.jid} {self.klass} every {self.interval}s in {self.queue_name}>"
+
+    @property
+    def jid(self) -> str:
+        """The template's jid (its spawns are `<jid>-<n>`)."""
+        return self.template.jid
+
+    @property
+    def klass(self) -> str:
+        """The klass given to each spawn."""
+        return self.template.klass
+
+    @property
+    def queue_name(self) -> str:
+        """The queue spawns go to."""
+        return self.template.queue
+
+    @property
+    def priority(self) -> float:
+        """The priority given to each spawn."""
+        return self.template.priority
+
+    @property
+    def interval(self) -> float:
+        """Seconds between spawns."""
+        return self.template.interval
+
+    @property
+    def retries(self) -> int:
+        """The retries given to each spawn."""
+        return self.template.retries
+
+    @property
+    def count(self) -> int:
+        """How many jobs the template has spawned."""
+        return self.template.count
+
+    @property
+    def backlog(self) -> int:
+        """Missed runs spawned after downtime (0: all of them)."""
+        return self.template.backlog
+
+    @property
+    def raw_data(self) -> str:
+        """The template's data as stored (JSON text)."""
+        return self.template.data
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tags given to each spawn."""
+        return self.template.tags
 
     @functools.cached_property
     def data(self) -> dict[str, Any]:
@@ -56,43 +136,40 @@ class RecurringJob:
         backlog: int | None = None,
     ) -> None:
         """Change some fields of the template (interval shifts the next run)."""
-        pairs: list[Any] = []
-        if priority is not None:
-            pairs += ["priority", check.number(priority, "priority")]
-        if interval is not None:
-            pairs += ["interval", check.positive(interval, "interval")]
-        if retries is not None:
-            pairs += ["retries", check.integer(retries, "retries", minimum=0)]
-        if data is not None:
-            pairs += ["data", self.client.encode(data)]
-        if klass is not None:
-            pairs += ["klass", check.label(klass, "klass")]
-        if queue is not None:
-            pairs += ["queue", check.queue_name(queue)]
-        if backlog is not None:
-            pairs += ["backlog", check.integer(backlog, "backlog", minimum=0)]
-        if pairs:
-            self.client.call("recur.update", self.jid, *pairs)
+        encoded = None if data is None else self.client.encode(data)
+        changes = [
+            (name, value)
+            for name, value in (
+                ("priority", priority), ("interval", interval), ("retries", retries),
+                ("data", encoded), ("klass", klass), ("queue", queue), ("backlog", backlog),
+            )
+            if value is not None
+        ]
+        if changes:
+            self.client.run(commands.recur_update(self.jid, changes))
             self._reload()
 
     def tag(self, *tags: str) -> tuple[str, ...]:
         """Add tags given to future spawns; returns the template's tags."""
-        reply = self.client.call("recur.tag", self.jid, *check.labels(tags, "tag"))
-        self.tags = tuple(as_list(json.loads(reply)))
-        return self.tags
+        return self._set_tags(self.client.run(commands.recur_tag(self.jid, tags)))
 
     def untag(self, *tags: str) -> tuple[str, ...]:
         """Remove tags; returns the template's tags."""
-        reply = self.client.call("recur.untag", self.jid, *check.labels(tags, "tag"))
-        self.tags = tuple(as_list(json.loads(reply)))
-        return self.tags
+        return self._set_tags(self.client.run(commands.recur_untag(self.jid, tags)))
 
     def cancel(self) -> None:
         """Delete the template (jobs already spawned stay)."""
-        self.client.call("unrecur", self.jid)
+        self.client.run(commands.unrecur(self.jid))
+
+    def _set_tags(self, reply: str) -> tuple[str, ...]:
+        """Keep the tags a `recur.tag`/`recur.untag` reply lists; returns them."""
+        tags = tuple(str(tag) for tag in as_list(json.loads(reply)))
+        self.template = dataclasses.replace(self.template, tags=tags)
+        return tags
 
     def _reload(self) -> None:
         """Refresh the fields after an update."""
-        reply = self.client.call("recur.get", self.jid)
+        reply = self.client.run(commands.recur_get(self.jid))
         if reply is not None:
-            self._load(json.loads(reply))
+            self.template = Template.from_json(json.loads(reply))
+            self.__dict__.pop("data", None)  # drop the cached decoded data

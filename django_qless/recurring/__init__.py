@@ -1,17 +1,22 @@
 """Recurring jobs declared in code and reconciled with qless's templates in Redis.
 
-Importing this package loads only the Django-free schedule types, so settings modules
-can use `every(...)`; the sync machinery is imported on first use.
+The schedule types live in `django_qless.schedules` and are re-exported here, so settings
+modules may keep `from django_qless.recurring import every`: importing this package reads
+no Django setting and loads no app.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from .schedule import DEFAULT_BACKLOG, JID_PREFIX, MANAGED_TAG, Every, Schedule, every, schedule_jid
-
-if TYPE_CHECKING:
-    from .sync import SyncReport, sync_schedules
+from ..schedules import (
+    DEFAULT_BACKLOG,
+    JID_PREFIX,
+    MANAGED_TAG,
+    Every,
+    Schedule,
+    every,
+    schedule_jid,
+)
+from .sync import SyncReport, sync_schedules
 
 __all__ = [
     "DEFAULT_BACKLOG",
@@ -24,12 +29,3 @@ __all__ = [
     "schedule_jid",
     "sync_schedules",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """Import the sync entry points lazily (they need Django settings)."""
-    if name in ("sync_schedules", "SyncReport"):
-        from . import sync  # noqa: PLC0415
-
-        return getattr(sync, name)
-    raise AttributeError(f"module 'django_qless.recurring' has no attribute {name!r}")

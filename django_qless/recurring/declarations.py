@@ -17,7 +17,7 @@ from ..core import validation
 from ..exceptions import QlessError
 from ..jobs import JobDefinition
 from ..registry import Registry, registry
-from .schedule import (
+from ..schedules import (
     DEFAULT_BACKLOG,
     MANAGED_TAG,
     Every,

@@ -1,5 +1,8 @@
 """The sync plan: a pure function of the declarations, the templates in Redis, and `now`.
 
+The plan says what to write; `commands_for` turns its actions into script commands, which
+`core.templates` sends.
+
 For one Redis database, each declared schedule is `create`d, `update`d or left
 `unchanged`; each managed template that is no longer declared is a `remove` (with
 `--prune`, or at once when it moved to another connection) or an `orphan` (kept).
@@ -15,8 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core import commands
+from ..core.commands import Command
+from ..core.recurring import Template
+from ..schedules import MANAGED_TAG
 from .declarations import Declared
-from .schedule import MANAGED_TAG
 
 Kind = Literal["create", "update", "unchanged", "remove", "orphan", "conflict"]
 KINDS: tuple[Kind, ...] = ("create", "update", "unchanged", "remove", "orphan", "conflict")
@@ -26,27 +32,9 @@ WRITES: frozenset[Kind] = frozenset({"create", "update", "remove"})
 UPDATABLE = ("klass", "queue", "priority", "retries", "backlog", "data")
 
 
-@dataclass(frozen=True)
-class Template:
-    """A recurring template as read from Redis: `recur.get` plus its next run time."""
-
-    jid: str
-    klass: str
-    queue: str
-    priority: float
-    interval: float
-    retries: int
-    backlog: int
-    data: str
-    tags: tuple[str, ...]
-    count: int
-    #: Score in `ql:q:<queue>-recur`; None if the template is missing from that set.
-    next_run: float | None
-
-    @property
-    def managed(self) -> bool:
-        """Whether django_qless manages this template (it carries the reserved tag)."""
-        return MANAGED_TAG in self.tags
+def managed(template: Template) -> bool:
+    """Whether django_qless manages this template (it carries the reserved tag)."""
+    return MANAGED_TAG in template.tags
 
 
 @dataclass(frozen=True)
@@ -137,7 +125,7 @@ def compute_plan(
     unmanaged: list[str] = []
     for jid in sorted(set(by_jid) - wanted):
         template = by_jid[jid]
-        if not template.managed:
+        if not managed(template):
             unmanaged.append(jid)
         elif jid in elsewhere:
             actions.append(Action("remove", jid, found=template,
@@ -155,7 +143,7 @@ def _declared_action(declared: Declared, template: Template | None, now: float) 
     if template is None:
         return Action("create", declared.jid, declared=declared, reschedule=True,
                       next_run=declared.every.next_run(now))
-    if not template.managed:
+    if not managed(template):
         return Action(
             "conflict", declared.jid, declared=declared, found=template,
             next_run=template.next_run,
@@ -192,6 +180,42 @@ def diff(declared: Declared, template: Template, now: float) -> tuple[Change, ..
         # The phase moved (new offset, anchor or DST rule): realign on the next run.
         changes.append(Change("next_run", template.next_run, every.next_run(now)))
     return tuple(changes)
+
+
+def commands_for(action: Action, now: float) -> list[Command]:
+    """The script commands that carry out one action."""
+    declared = action.declared
+    if action.kind == "remove":
+        return [commands.unrecur(action.jid)]
+    if declared is None or action.kind not in ("create", "update"):
+        return []
+    if action.reschedule:
+        # recur rewrites every field and keeps the count; the first run is the next aligned one.
+        return [commands.recur(
+            declared.queue, declared.jid, declared.klass, declared.encoded,
+            declared.every.interval, declared.every.next_run(now) - now,
+            priority=declared.priority, tags=declared.tags, retries=declared.retries,
+            backlog=declared.backlog,
+        )]
+    return _field_commands(declared, action)
+
+
+def _field_commands(declared: Declared, action: Action) -> list[Command]:
+    """`recur.update` of the changed fields, then the tags to add and to remove."""
+    fields = [
+        (change.name, declared.encoded if change.name == "data" else getattr(declared, change.name))
+        for change in action.changes if change.name in UPDATABLE
+    ]
+    result = [commands.recur_update(declared.jid, fields)] if fields else []
+    if action.found is not None:
+        current = action.found.tags
+        missing = [tag for tag in declared.tags if tag not in current]
+        extra = [tag for tag in current if tag not in declared.tags]
+        if missing:
+            result.append(commands.recur_tag(declared.jid, missing))
+        if extra:
+            result.append(commands.recur_untag(declared.jid, extra))
+    return result
 
 
 def _decoded(raw: str) -> Any:

@@ -6,8 +6,9 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .plan import Action, Change, Template
-from .schedule import MANAGED_TAG, duration
+from ..core.recurring import Template
+from ..schedules import MANAGED_TAG, duration
+from .plan import Action, Change, managed
 from .sync import DatabaseResult, SyncReport
 
 Style = Callable[[str], str]
@@ -131,7 +132,7 @@ def action_json(db: DatabaseResult, action: Action) -> dict[str, Any]:
 def template_rows(templates: Sequence[tuple[str, Template]], prefix: bool) -> list[list[str]]:
     """`--list` rows: every recurring template, managed or not."""
     return [
-        [t.jid, "yes" if t.managed else "no", t.klass,
+        [t.jid, "yes" if managed(t) else "no", t.klass,
          f"{alias}:{t.queue}" if prefix else t.queue, f"every {duration(int(t.interval))}",
          when(t.next_run), str(t.count),
          ",".join(tag for tag in t.tags if tag != MANAGED_TAG) or "-"]
@@ -142,7 +143,7 @@ def template_rows(templates: Sequence[tuple[str, Template]], prefix: bool) -> li
 def template_json(alias: str, template: Template) -> dict[str, Any]:
     """One template for `--list --json`."""
     return {
-        "connection": alias, "jid": template.jid, "managed": template.managed,
+        "connection": alias, "jid": template.jid, "managed": managed(template),
         "job": template.klass, "queue": template.queue, "interval": template.interval,
         "next_run": template.next_run, "spawned": template.count,
         "priority": template.priority, "retries": template.retries,

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
 from ..conf import Problem, get_settings
 from ..connection import get_client
 from ..core import Client, QlessError
+from ..core.recurring import Template
+from ..core.templates import Templates
 from .declarations import Declared, collect
-from .plan import KINDS, Action, Plan, Template, compute_plan
-from .store import RecurStore, check_replies
+from .plan import KINDS, Action, Plan, commands_for, compute_plan
 
 #: Transactions tried per database before giving up on a busy keyspace.
 MAX_ATTEMPTS = 10
@@ -140,12 +140,12 @@ def sync_schedules(
     return SyncReport(dry_run, prune, databases=applied)
 
 
-def group_databases(clients: Mapping[str, Client]) -> list[tuple[tuple[str, ...], RecurStore]]:
+def group_databases(clients: Mapping[str, Client]) -> list[tuple[tuple[str, ...], Templates]]:
     """Aliases grouped by the Redis database they reach (so one database is synced once)."""
     groups: dict[tuple[str, int], list[str]] = {}
-    stores: dict[tuple[str, int], RecurStore] = {}
+    stores: dict[tuple[str, int], Templates] = {}
     for alias in sorted(clients):
-        store = RecurStore(clients[alias])
+        store = Templates(clients[alias])
         key = store.database_id()
         groups.setdefault(key, []).append(alias)
         stores.setdefault(key, store)
@@ -162,17 +162,17 @@ def split(
 
 
 def plan_database(
-    store: RecurStore, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool
+    store: Templates, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool
 ) -> Plan:
     """Read the templates of one database and plan it (no writes)."""
-    listed = store.listed_jids()
+    listed = store.jids()
     templates = store.read([*(d.jid for d in here), *listed])
     return compute_plan(here, templates, now=store.client.now(), prune=prune,
                         declared_elsewhere=elsewhere)
 
 
 def apply_database(
-    store: RecurStore, aliases: tuple[str, ...], here: Sequence[Declared],
+    store: Templates, aliases: tuple[str, ...], here: Sequence[Declared],
     elsewhere: Mapping[str, str], prune: bool,
 ) -> DatabaseResult:
     """Plan again under WATCH and apply in one transaction; retried on concurrent writes."""
@@ -195,25 +195,21 @@ def apply_database(
 
 
 def _apply_once(
-    store: RecurStore, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool
+    store: Templates, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool
 ) -> Plan:
     """One optimistic attempt: WATCH, read, plan, MULTI/EXEC (raises WatchError if beaten)."""
-    with store.redis.pipeline() as pipe:
-        watch: Callable[..., Any] = pipe.watch  # redis-py leaves it unannotated
-        keys = [f"ql:r:{d.jid}" for d in here]
-        if keys:
-            watch(*keys)
-        listed = store.listed_jids()
-        if listed:
-            watch(*(f"ql:r:{jid}" for jid in listed))
-        templates = store.read([*(d.jid for d in here), *listed])
+    declared = [d.jid for d in here]
+    with store.watching() as watch:
+        watch.add(declared)
+        listed = store.jids()
+        watch.add(listed)
+        templates = store.read([*declared, *listed])
         now = store.client.now()
         plan = compute_plan(here, templates, now=now, prune=prune, declared_elsewhere=elsewhere)
         if plan.conflicts or not plan.writes:
             return plan
-        pipe.multi()
-        commands = store.queue_writes(pipe, plan.writes, now)
-        check_replies(commands, pipe.execute(raise_on_error=False))
+        watch.apply([command for action in plan.writes for command in commands_for(action, now)],
+                    now)
     return plan
 
 
@@ -223,6 +219,6 @@ def list_templates(clients: Mapping[str, Client] | None = None) -> list[tuple[st
         clients = {alias: get_client(alias) for alias in get_settings().connections}
     found: list[tuple[str, Template]] = []
     for aliases, store in group_databases(clients):
-        templates = store.read(store.listed_jids())
+        templates = store.read(store.jids())
         found += [(",".join(aliases), t) for t in sorted(templates, key=lambda t: t.jid)]
     return found

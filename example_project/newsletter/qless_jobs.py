@@ -22,9 +22,8 @@ from typing import TypeVar
 
 from django.utils import timezone
 
-from django_qless import qless_job
+from django_qless import every, qless_job
 from django_qless.core import Job
-from django_qless.recurring import every
 from django_qless.retry import RetryPolicy
 
 from . import mail

@@ -20,7 +20,7 @@ class BlockDjango:
 sys.meta_path.insert(0, BlockDjango())
 import django_qless.core as core
 from django_qless.core import client, config, events, job, queue, records, recurring
-from django_qless.core import script, validation, workers
+from django_qless.core import script, templates, validation, workers
 assert core.script_text().startswith("--"), "packaged script not readable"
 print(sorted(name for name in sys.modules if name == "django" or name.startswith("django.")))
 """

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from django_qless.core import Client, JobNotFoundError
+from django_qless.core import Client, JobNotFoundError, QlessError, commands
+from django_qless.core.recurring import Template
 from tests.support import FakeClock
 
 
@@ -100,3 +103,28 @@ def test_recur_again_replaces_the_template(client: Client) -> None:
     assert recurring is not None
     assert (recurring.data, recurring.interval) == ({"v": 2}, 30)
     assert client.queue("q").counts().recurring == 1
+
+
+def test_template_record_from_a_recur_get_object() -> None:
+    obj = {"jid": "r", "klass": "k", "queue": "q", "priority": "2.5", "interval": 60,
+           "retries": "3", "backlog": None, "data": {"a": 1}, "tags": {}, "count": 4}
+    template = Template.from_json(obj, 120)
+    assert template == Template(jid="r", klass="k", queue="q", priority=2.5, interval=60,
+                                retries=3, backlog=0, data='{"a": 1}', tags=(), count=4,
+                                next_run=120.0)
+    assert Template.from_json(obj).next_run is None
+
+
+def test_malformed_template_is_a_qless_error() -> None:
+    with pytest.raises(QlessError, match="'r' is malformed"):
+        Template.from_json({"jid": "r", "interval": "soon"})
+
+
+def test_recurring_job_reads_its_record(client: Client) -> None:
+    client.queue("q").recur("k", {"v": 1}, 60, jid="r", tags=["a"])
+    recurring = client.recurring("r")
+    assert recurring is not None
+    assert recurring.template == Template.from_json(
+        json.loads(client.run(commands.recur_get("r")))
+    )
+    assert recurring.raw_data == recurring.template.data == '{"v":1}'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django_qless import qless_job
-from django_qless.recurring import Schedule, every
+from django_qless.schedules import Schedule, every
 
 #: What the jobs below did, for the tests to inspect.
 CALLS: list[tuple[str, object]] = []

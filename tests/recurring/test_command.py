@@ -15,7 +15,7 @@ import redis
 from django.core.management import CommandError, call_command
 
 from django_qless.core import Client
-from django_qless.recurring import MANAGED_TAG, schedule_jid
+from django_qless.schedules import MANAGED_TAG, schedule_jid
 from tests.conftest import snapshot
 from tests.redis_harness import RedisServer
 

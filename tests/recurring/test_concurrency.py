@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from django_qless.recurring import MANAGED_TAG, schedule_jid
+from django_qless.schedules import MANAGED_TAG, schedule_jid
 from tests.redis_harness import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]

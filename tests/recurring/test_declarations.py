@@ -14,8 +14,8 @@ from django.core.management.base import SystemCheckError
 from django_qless import qless_job
 from django_qless.core import Job
 from django_qless.exceptions import InvalidJobError
-from django_qless.recurring import MANAGED_TAG, Schedule, every, schedule_jid
 from django_qless.recurring.declarations import collect
+from django_qless.schedules import MANAGED_TAG, Schedule, every, schedule_jid
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 

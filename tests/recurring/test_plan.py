@@ -6,10 +6,10 @@ import dataclasses
 import json
 from typing import Any
 
-from django_qless.recurring import MANAGED_TAG, every, schedule_jid
+from django_qless.core.recurring import Template
 from django_qless.recurring.declarations import Declared
-from django_qless.recurring.plan import Template, compute_plan
-from django_qless.recurring.store import commands_for
+from django_qless.recurring.plan import commands_for, compute_plan
+from django_qless.schedules import MANAGED_TAG, every, schedule_jid
 from tests.recurring.conftest import MIDNIGHT
 
 NOW = MIDNIGHT + 0.25

@@ -10,8 +10,15 @@ from typing import Any
 
 import pytest
 
-from django_qless.recurring import MANAGED_TAG, Every, Schedule, every, schedule_jid
-from django_qless.recurring.schedule import as_schedules, duration
+from django_qless.schedules import (
+    MANAGED_TAG,
+    Every,
+    Schedule,
+    as_schedules,
+    duration,
+    every,
+    schedule_jid,
+)
 from tests.recurring.conftest import MIDNIGHT
 
 UTC = dt.timezone.utc

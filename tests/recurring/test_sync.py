@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 import redis
 
-from django_qless.core import Client
-from django_qless.recurring import MANAGED_TAG, schedule_jid, store, sync_schedules
+from django_qless.core import Client, templates
+from django_qless.recurring import sync_schedules
 from django_qless.recurring.sync import RecurringSyncError, SyncReport
 from django_qless.registry import registry
+from django_qless.schedules import MANAGED_TAG, schedule_jid
 from tests.conftest import snapshot
 from tests.recurring.conftest import MIDNIGHT, Clock
 
@@ -279,18 +280,18 @@ def test_concurrent_write_between_read_and_exec_is_retried(
 ) -> None:
     other = Client(redis_server.client(), clock=clock, worker_name="other-host")
     calls = {"n": 0}
-    real_read = store.RecurStore.read
+    real_read = templates.Templates.read
 
-    def read_then_race(self: store.RecurStore, jids: Any) -> Any:
+    def read_then_race(self: templates.Templates, jids: Any) -> Any:
         calls["n"] += 1
         result = real_read(self, jids)
         if calls["n"] == 2:  # the first read under WATCH: another host syncs now
-            monkeypatch.setattr(store.RecurStore, "read", real_read)
+            monkeypatch.setattr(templates.Templates, "read", real_read)
             assert sync_schedules(clients={"default": other}).applied
-            monkeypatch.setattr(store.RecurStore, "read", read_then_race)
+            monkeypatch.setattr(templates.Templates, "read", read_then_race)
         return result
 
-    monkeypatch.setattr(store.RecurStore, "read", read_then_race)
+    monkeypatch.setattr(templates.Templates, "read", read_then_race)
     report = sync()
     [db] = report.databases
     assert db.attempts == 2

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from django_qless import signals
-from django_qless.recurring import MANAGED_TAG, schedule_jid
+from django_qless.schedules import MANAGED_TAG, schedule_jid
 from django_qless.worker import Worker
 
 from .conftest import WorkerProcess
