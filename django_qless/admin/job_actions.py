@@ -111,7 +111,7 @@ def untrack_one(client: Client, jid: str) -> bool:
     """Stop tracking a jid; False if it was not tracked."""
     if get_job(client, jid) is None:
         # The script refuses to untrack a jid whose job is gone, so such entries would
-        # stay in `ql:tracked` for ever; removing the dangling entry is all untrack does.
+        # stay in the tracked set for ever; removing the dangling entry is all untrack does.
         return bool(client.redis.zrem(TRACKED_KEY, jid))
     # The reply is the JSON text "1" or "0".
     return bool(json.loads(client.call("track", "untrack", jid)))
