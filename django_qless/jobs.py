@@ -231,12 +231,13 @@ class JobDefinition(Generic[P, R]):
                    duration=time.monotonic() - started)
 
     def _send(self, signal: Any, submission: Submission, **kwargs: Any) -> None:
-        """Send a job signal with the registered definition as sender."""
+        """Send a job signal with the registered definition as sender (`signals.send`: a
+        failing receiver is logged, never raised to the caller of enqueue)."""
         from .registry import registry  # noqa: PLC0415 - registry imports this module
 
         sender = registry.lookup(self.name) or self
-        signal.send(sender=sender, jid=submission.jid, queue=submission.queue,
-                    klass=submission.klass, **kwargs)
+        signals.send(signal, sender, jid=submission.jid, queue=submission.queue,
+                     klass=submission.klass, **kwargs)
 
 
 class ImmediateJob:

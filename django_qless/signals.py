@@ -17,9 +17,15 @@ Worker signals are sent with the `Worker` as sender and: worker (name), queues.
 - `worker_started`, `worker_stopped`.
 
 The library connects logging receivers only (see `signal_handlers`), never log handlers.
+
+Every one of these signals is sent through `send`: a receiver that raises is logged (by
+Django, on the `django.dispatch` logger, with its traceback) and the other receivers still
+run; the error never reaches the code that sent the signal (an enqueue, the worker).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.dispatch import Signal
 
@@ -32,6 +38,12 @@ job_lock_lost = Signal()
 worker_started = Signal()
 worker_stopped = Signal()
 
+
+def send(signal: Signal, sender: object, **kwargs: Any) -> None:
+    """Send `signal` to every receiver; one that raises is logged and never stops the sender."""
+    signal.send_robust(sender, **kwargs)
+
+
 __all__ = [
     "job_completed",
     "job_enqueued",
@@ -39,6 +51,7 @@ __all__ = [
     "job_lock_lost",
     "job_retried",
     "job_started",
+    "send",
     "worker_started",
     "worker_stopped",
 ]

@@ -1,6 +1,7 @@
 """Django-free qless client: script loading, client, queues, jobs, events."""
 
 from . import commands, keys
+from .batch import Batch, Reply
 from .client import Client
 from .commands import Command
 from .config import Config
@@ -41,6 +42,7 @@ from .script import QlessScript, script_sha, script_text
 from .workers import Workers
 
 __all__ = [
+    "Batch",
     "Client",
     "Command",
     "Config",
@@ -65,6 +67,7 @@ __all__ = [
     "Queue",
     "QueueCounts",
     "RecurringJob",
+    "Reply",
     "RetryJob",
     "ScriptArgumentError",
     "ScriptError",

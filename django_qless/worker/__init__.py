@@ -14,8 +14,8 @@ How a job ends, as written to qless:
   imported from a name found in Redis.
 - over its time limit: stopped and handled as if it raised `TimeLimitExceeded` (a
   BaseException, so a policy retries it only when its `retry_on` names it).
-- lock lost (`lock_lost`/`canceled` on `ql:w:<worker>`, or a refused heartbeat): stopped;
-  nothing is written, the job now belongs to someone else.
+- lock lost (`lock_lost`/`canceled` on the worker's own channel, or a refused heartbeat):
+  stopped; nothing is written, the job now belongs to someone else.
 - still running when a graceful stop's `shutdown_timeout` runs out: stopped and handed back
   with `requeue` by this worker (priority, tags, retries and data unchanged) after a
   `handed-back` history entry. qless's put sets `remaining` to `retries`, so no retry is

@@ -1,10 +1,17 @@
 """The monitor thread: renews the running job's lock and watches the worker's channel.
 
 One long-lived daemon thread per worker (nothing is started per job). It blocks on the
-`ql:w:<worker>` pub/sub channel, where qless publishes `lock_lost` and `canceled` for jobs
-this worker holds, so a lost lock is seen at once; between messages it wakes up for the
-next heartbeat, the time limit (when no timer enforces it) and the shutdown deadline. While
-no job runs, it only wakes every `TICK` seconds.
+worker's own pub/sub channel (`keys.worker_channel`), where qless publishes `lock_lost` and
+`canceled` for jobs this worker holds, so a lost lock is seen at once; between messages it
+wakes up for the next heartbeat, the time limit (when no timer enforces it) and the
+shutdown deadline. While no job runs, it only wakes every `TICK` seconds.
+
+Threads: `begin()` and `end()` are called by the worker's job thread; everything else runs
+in the monitor thread. From there it interrupts the job thread (`Interrupter`), and acts
+on two objects through their thread-safe methods: once the running job has taken
+`HOLD_LIMIT` it makes the fetcher give back the jobs held behind it
+(`Fetcher.hand_back_held`), and once it has taken `LONG_JOB` it makes the waker stop
+listening (`Waker.quiet`).
 """
 
 from __future__ import annotations
@@ -15,16 +22,19 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 import redis.client
 
-from ..core import Client, Job, LockLostError
+from ..core import Client, Job, LockLostError, keys
 from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout, TimeLimitExceeded
 from .liveness import PingCheck
 from .state import RunningJob, StopState
+
+if TYPE_CHECKING:
+    from .fetcher import Fetcher
+    from .wakeup import Waker
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -35,7 +45,7 @@ RECONNECT_DELAY = 1.0
 #: Seconds between PINGs on the channel connection; one unanswered at the next means the
 #: connection is dead and the monitor subscribes again (see `liveness`).
 PING_EVERY = 5.0
-#: A job running longer than this is "long": `on_long_job` is called once for it.
+#: A job running longer than this is "long": the waker stops listening meanwhile.
 LONG_JOB = 5.0
 #: Jobs popped ahead are given back once the running job has taken this long (seconds), so
 #: they are started (or back in their queue) well within `RECENT_TTL` of their pop.
@@ -57,8 +67,8 @@ class Monitor(threading.Thread):
         *,
         shutdown_timeout: float,
         parent_pid: int | None = None,
-        on_long_job: Callable[[], None] | None = None,
-        on_held_too_long: Callable[[], None] | None = None,
+        waker: Waker | None = None,
+        fetcher: Fetcher | None = None,
     ) -> None:
         super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
         self.client = client
@@ -66,8 +76,8 @@ class Monitor(threading.Thread):
         self.stop = stop
         self.shutdown_timeout = shutdown_timeout
         self.parent_pid = parent_pid
-        self.on_long_job = on_long_job
-        self.on_held_too_long = on_held_too_long
+        self.waker = waker
+        self.fetcher = fetcher
         self.current: RunningJob | None = None
         self.heartbeats = 0
         self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
@@ -77,7 +87,7 @@ class Monitor(threading.Thread):
         self._subscribed = threading.Event()
         self._ping = PingCheck(PING_EVERY)
         self._announced = False
-        self.channel = f"ql:w:{client.worker_name}"
+        self.channel = keys.worker_channel(client.worker_name)
 
     # Called from the job thread.
 
@@ -177,7 +187,7 @@ class Monitor(threading.Thread):
         return message
 
     def _subscribe(self) -> redis.client.PubSub:
-        """Subscribe to `ql:w:<worker>` and wait for the confirmation."""
+        """Subscribe to the worker's channel and wait for the confirmation."""
         pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         self._pubsub = pubsub
         self._ping.restart()
@@ -259,13 +269,13 @@ class Monitor(threading.Thread):
             return
         if now >= running.next_heartbeat:
             self._heartbeat(running)
-        if (self.on_held_too_long is not None and not running.held_released
+        if (self.fetcher is not None and not running.held_released
                 and now - running.started > HOLD_LIMIT):
             running.held_released = True
-            self.on_held_too_long()
-        if self.on_long_job is not None and not running.long and now - running.started > LONG_JOB:
+            self.fetcher.hand_back_held("held behind a long job")
+        if self.waker is not None and not running.long and now - running.started > LONG_JOB:
             running.long = True
-            self.on_long_job()
+            self.waker.quiet()
 
     def _heartbeat(self, running: RunningJob) -> None:
         """Renew the lock; a refusal means the lock is lost."""

@@ -1,10 +1,10 @@
 """Idle waiting: wake on a put to one of our queues, at the next due time, or after a poll.
 
-While idle the worker listens on `ql:log`, where every `put` (from any qless client)
-publishes `{jid, event: "put", queue}`; it wakes only for its own queues. Delayed and
-recurring jobs publish nothing when they come due, so before sleeping it reads the
-earliest score of each queue's `-scheduled` and `-recur` sets (one pipelined round trip)
-and sets an alarm for it. `poll_interval` bounds the sleep for everything else (jobs
+While idle the worker listens on qless's log channel (`keys.LOG_CHANNEL`), where every
+`put` (from any qless client) publishes `{jid, event: "put", queue}`; it wakes only for its
+own queues. Delayed and recurring jobs publish nothing when they come due, so before
+sleeping it asks when the first of them falls due (`Client.next_due`) and sets an alarm
+for it. `poll_interval` bounds the sleep for everything else (jobs
 released by a finished dependency, retries, unpaused queues).
 
 While jobs keep coming the worker stops listening, so a busy worker does not parse every
@@ -14,6 +14,9 @@ While listening the worker PINGs the connection every `PING_EVERY` seconds (see
 `liveness`); a PING still unanswered at the next one ends the sleep (`lost`) and the
 worker subscribes again on a new connection. While it cannot subscribe, it polls
 every `RELISTEN` seconds at most.
+
+Threads: the worker's job thread listens, sleeps and closes; the monitor thread calls
+`quiet()` when a job runs long. The pub/sub connection is guarded by `_lock`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 import redis
 import redis.client
 
-from ..core import Client
+from ..core import Client, keys
 from .liveness import PingCheck
 
 logger = logging.getLogger("django_qless.worker")
@@ -59,7 +62,6 @@ class Waker:
         self.should_stop = should_stop
         self.listening = False
         self.wakeups: dict[str, int] = {"event": 0, "due": 0, "poll": 0, "lost": 0}
-        self._due_keys = [f"ql:q:{q}-{kind}" for q in queues for kind in ("scheduled", "recur")]
         self._pubsub: redis.client.PubSub | None = None
         # Guards the pub/sub connection: the monitor thread may call `quiet()`.
         self._lock = threading.Lock()
@@ -67,7 +69,7 @@ class Waker:
         self._ping = PingCheck(PING_EVERY)
 
     def listen(self) -> bool:
-        """Subscribe to `ql:log` unless already listening; True when it just subscribed."""
+        """Subscribe to the log channel unless already listening; True when it just subscribed."""
         if self.listening:
             return False
         with self._lock:
@@ -132,18 +134,10 @@ class Waker:
             except redis.RedisError:
                 pass
 
-    def next_due(self) -> float | None:
-        """The earliest time a delayed or recurring job of our queues comes due, if any."""
-        pipe = self.client.redis.pipeline(transaction=False)
-        for key in self._due_keys:
-            pipe.zrange(key, 0, 0, withscores=True)
-        scores = [float(entry[0][1]) for entry in pipe.execute() if entry]
-        return min(scores) if scores else None
-
     def _timeout(self, round_started: float) -> tuple[float, str]:
         """How long to sleep, and what ends the sleep if no event comes first."""
         try:
-            due = self.next_due()
+            due = self.client.next_due(self.queues)
         except redis.RedisError as exc:
             logger.warning("qless worker: cannot read due times (%s)", exc)
             return self.poll_interval, "poll"
@@ -196,15 +190,16 @@ class Waker:
         return event == "lock_lost"
 
     def _subscribe(self) -> None:
-        """Subscribe to `ql:log` and read up to the confirmation (older events are stale)."""
+        """Subscribe to the log channel and read up to the confirmation (older events are
+        stale)."""
         if self._pubsub is None:
             self._pubsub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         pubsub = self._pubsub
         self._ping.restart()
-        pubsub.subscribe("ql:log")
+        pubsub.subscribe(keys.LOG_CHANNEL)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             message = pubsub.get_message(timeout=0.5)
             if message is not None and message["type"] == "subscribe":
                 return
-        raise redis.TimeoutError("no confirmation for the ql:log subscription")
+        raise redis.TimeoutError(f"no confirmation for the {keys.LOG_CHANNEL} subscription")

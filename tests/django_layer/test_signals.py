@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,6 +112,36 @@ def test_immediate_failure_sends_job_failed(
     assert isinstance(failed["exception"], RuntimeError)
     assert failed["group"] == "default-RuntimeError"
     assert failed["duration"] >= 0
+
+
+def test_a_failing_receiver_is_logged_and_never_reaches_the_enqueue(
+    recorder: Recorder, caplog: pytest.LogCaptureFixture, qless: Any
+) -> None:
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    signals.job_enqueued.connect(broken)
+    try:
+        with caplog.at_level(logging.ERROR, logger="django.dispatch"):
+            jid = add.enqueue(1, 2)
+    finally:
+        signals.job_enqueued.disconnect(broken)
+    assert qless.get_job(jid) is not None
+    assert recorder.names() == ["job_enqueued"]  # the other receivers still ran
+    [record] = [r for r in caplog.records if r.name == "django.dispatch"]
+    assert record.exc_info is not None and str(record.exc_info[1]) == "receiver bug"
+
+
+def test_every_signal_is_sent_through_the_one_rule() -> None:
+    # `signals.send` is the only sender: no other module calls a signal's own send method.
+    package = Path(signals.__file__).parent
+    found = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py")) if path.name != "signals.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\b(signal|job_\w+|worker_\w+)\.send(_robust)?\(", line)
+    ]
+    assert found == []
 
 
 def test_all_documented_signals_exist() -> None:

@@ -33,12 +33,12 @@ def main(argv: list[str]) -> None:
     """Make the worker's clock follow FILE, then run the command."""
     path = Path(argv[1])
     django.setup()
-    from django_qless.worker import loop  # noqa: PLC0415 - after setup
+    from django_qless.worker import client  # noqa: PLC0415 - after setup
 
     def stepped(clock: Callable[[], float], seconds: float) -> Callable[[], float]:
         return lambda: clock() + seconds + read_offset(path)
 
-    loop._offset = stepped
+    client._offset = stepped
     execute_from_command_line(["manage.py", "qless_worker", *argv[2:]])
 
 

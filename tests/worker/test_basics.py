@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 
+from django_qless import signals
 from django_qless.core import Client
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.order import QueueOrder
@@ -51,6 +52,26 @@ def test_lifecycle_signals(put: Callable[..., str], run_worker: Callable[..., Wo
     assert completed["duration"] >= 0
     assert completed["sender"].name == "worker.noop"
     assert sent.of("worker_started")[0]["sender"] is worker
+
+
+def test_a_failing_receiver_does_not_change_the_job_or_stop_the_worker(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker], sent: SignalLog
+) -> None:
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    jids = [put("worker.noop"), put("worker.fail")]
+    for signal in (signals.job_started, signals.job_completed, signals.job_failed):
+        signal.connect(broken)
+    try:
+        worker = run_worker("q")
+    finally:
+        for signal in (signals.job_started, signals.job_completed, signals.job_failed):
+            signal.disconnect(broken)
+    assert [job_state(qless, jid) for jid in jids] == ["complete", "failed"]
+    assert worker.outcomes == {"completed": 1, "failed": 1}
+    assert sent.names() == ["worker_started", "job_started", "job_completed", "job_started",
+                            "job_failed", "worker_stopped"]
 
 
 def test_max_jobs_stops_a_non_burst_worker(qless: Client, put: Callable[..., str],

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from django_qless import signals
-from django_qless.core import Client
+from django_qless.core import Batch, Client
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker import monitor as monitor_module
-from django_qless.worker.pipeline import RoundTrips
 from tests.support import wait_for
 
 from .conftest import in_thread, job_state
@@ -60,7 +59,7 @@ def test_completions_are_reported_in_order_once_each(
     assert completed == jids
     assert worker.outcomes == {"completed": 30} and worker.jobs_run == 30
     assert {job_state(qless, jid) for jid in jids} == {"complete"}
-    assert not worker.ahead.held and not worker.trips.holding
+    assert not worker.fetcher.held.held and not worker.fetcher.batch.holding
 
 
 def test_max_jobs_is_not_exceeded_by_jobs_popped_ahead(
@@ -121,7 +120,7 @@ def test_a_job_held_a_while_is_heartbeated_first_and_skipped_if_lost(
     ledger: Callable[[], list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Every held job counts as held long, and the cancel event is not kept for the start.
-    monkeypatch.setattr("django_qless.worker.loop.RECENT_TTL", 0.0)
+    monkeypatch.setattr("django_qless.worker.fetcher.RECENT_TTL", 0.0)
     monkeypatch.setattr(monitor_module, "RECENT_TTL", 0.0)
     beats: list[str] = []
     original = Client.call
@@ -146,17 +145,29 @@ def test_a_slow_link_to_redis_does_not_turn_popping_ahead_off(
     qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
     ledger: Callable[[], list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    original = RoundTrips.call_many
+    original = Batch.call_many
 
-    def slow(self: RoundTrips, calls: Any) -> list[Any]:
+    def slow(self: Batch, calls: Any) -> list[Any]:
         time.sleep(0.15)  # a round trip longer than a short job's threshold
         return original(self, calls)
 
-    monkeypatch.setattr(RoundTrips, "call_many", slow)
+    monkeypatch.setattr(Batch, "call_many", slow)
     warm_up(put)
     put("worker.peek", "next")
     put("worker.noop", jid="next")
     worker = run_worker("q")
     [peeked] = [entry for entry in ledger() if entry["event"] == "peek"]
     assert peeked["state"] == "running" and peeked["holder"] == worker.name
-    assert worker.typical.seconds is not None and worker.typical.seconds < 0.1
+    durations = worker.fetcher.durations
+    assert durations.seconds is not None and durations.seconds < 0.1
+
+
+def test_the_worker_gives_its_connection_back_when_the_queue_runs_dry(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Any]
+) -> None:
+    jids = [put("worker.noop"), put("worker.noop"), put("worker.fail"), put("worker.noop"),
+            put("worker.noop")]
+    worker = run_worker("q")
+    assert [job_state(qless, jid) for jid in jids] == ["complete"] * 2 + ["failed"] + [
+        "complete"] * 2
+    assert worker.jobs_run == 5 and not worker.fetcher.batch.holding

@@ -13,7 +13,7 @@ import redis
 from django.core.management import call_command
 
 from django_qless.core import Client
-from django_qless.worker.runner import HANDED_BACK
+from django_qless.worker.report import HANDED_BACK
 from tests.support import wait_for
 
 from .conftest import WorkerProcess, job_state

@@ -4,7 +4,11 @@ A serial worker that pops only when it is free waits a round trip (and Redis' po
 every two jobs. Popping ahead hides that wait: the pop goes out with the completion of the
 job before, and its reply is read when the worker is ready for the next job. A job held
 this way is already the worker's in Redis (locked, leased) but not started: the worker
-starts it in pop order, or gives it back (see `Worker`) when it has been held too long.
+starts it in pop order, or gives it back (see `Fetcher`) when it has been held too long.
+
+Threads: the worker thread asks, holds and takes the next job; the monitor thread may take
+them all (to give them back) while the worker thread runs a long job. Both go through the
+batch's lock, which also guards the connection the pop replies are read from.
 """
 
 from __future__ import annotations
@@ -15,8 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import Client, Job, Queue
-from .pipeline import Reply, RoundTrips
+from ..core import Batch, Client, Command, Job, Queue, Reply, commands
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -38,8 +41,8 @@ class Held:
     lease: float
 
 
-class Typical:
-    """A running average of how long the worker's jobs take."""
+class DurationAverage:
+    """A running average of how long the worker's job functions take."""
 
     def __init__(self) -> None:
         self.seconds: float | None = None
@@ -55,24 +58,24 @@ class Typical:
         return self.seconds is not None and self.seconds <= SHORT_JOB
 
 
-class Ahead:
+class HeldJobs:
     """The jobs a worker holds, and the pops whose replies are still on their way."""
 
-    def __init__(self, client: Client, trips: RoundTrips) -> None:
+    def __init__(self, client: Client, batch: Batch) -> None:
         self.client = client
-        self.trips = trips
+        self.batch = batch
         self.held: deque[Held] = deque()
         #: Jobs asked for by pops whose reply is unread (at most that many will come).
         self.asked = 0
         # One lock with the connection: the monitor thread reads replies ahead too.
-        self.lock = trips.lock
+        self.lock = batch.lock
 
     def in_hand(self) -> int:
         """Jobs held plus jobs asked for: how many may start without another pop."""
         with self.lock:
             return len(self.held) + self.asked
 
-    def ask(self, queue: Queue, count: int) -> tuple[tuple[str, list[Any]], Reply]:
+    def ask(self, queue: Queue, count: int) -> tuple[Command, Reply]:
         """A pop of `count` jobs to send, and where its reply goes (into the held jobs)."""
 
         def receive(value: Any) -> None:
@@ -85,7 +88,7 @@ class Ahead:
 
         with self.lock:
             self.asked += count
-        return ("pop", [queue.name, self.client.worker_name, count]), Reply(receive)
+        return commands.pop(queue.name, self.client.worker_name, count), Reply(receive)
 
     def hold(self, jobs: list[Job]) -> None:
         """Keep popped jobs to start later, in the order given."""
@@ -96,15 +99,15 @@ class Ahead:
     def next(self) -> Held | None:
         """The oldest held job; waits for a pop on its way when none is held yet."""
         with self.lock:
-            self.trips.read(wait=False)
+            self.batch.read(wait=False)
             if not self.held and self.asked:
-                self.trips.read(until=lambda: bool(self.held) or not self.asked)
+                self.batch.read(until=lambda: bool(self.held) or not self.asked)
             return self.held.popleft() if self.held else None
 
     def take_all(self) -> list[Job]:
         """Every held job, the ones on their way included (to give them back)."""
         with self.lock:
-            self.trips.read()
+            self.batch.read()
             jobs = [held.job for held in self.held]
             self.held.clear()
         return jobs

@@ -1,21 +1,19 @@
-"""The complete-and-pop round trip: replies in order, errors in place, a clean connection."""
+"""Batches of script commands: replies in order, errors in place, a clean connection."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 from redis.connection import Connection
 
-from django_qless.core import Client, Job, LockLostError
-from django_qless.worker.pipeline import Reply, RoundTrips, ScriptMissing, call_many, pack
+from django_qless.core import Client, Command, Job, LockLostError, ScriptNotLoadedError, commands
+from django_qless.core.batch import Batch, Reply, call_many, pack
 from tests.redis_harness import RedisServer
 from tests.support import FakeClock, wait_for
-
-from .conftest import job_state
 
 
 @pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
@@ -36,14 +34,14 @@ def popped(client: Client, *payloads: dict[str, Any]) -> Job:
     return job
 
 
-def complete_and_pop(job: Job) -> list[tuple[str, list[Any]]]:
-    """The calls the worker sends after a job succeeded."""
-    return [("complete", [job.jid, "w1", "q", job.raw_data]), ("pop", ["q", "w1", 1])]
+def complete_and_pop(job: Job) -> list[Command]:
+    """The commands the worker sends after a job succeeded."""
+    return [commands.complete(job.jid, "w1", "q", job.raw_data), commands.pop("q", "w1", 1)]
 
 
-def cut_reads(trips: RoundTrips, monkeypatch: pytest.MonkeyPatch) -> Connection:
+def cut_reads(batch: Batch, monkeypatch: pytest.MonkeyPatch) -> Connection:
     """Make every read on the kept connection fail as a lost connection; returns it."""
-    kept = trips._connection
+    kept = batch._connection
     assert kept is not None
 
     def gone(*args: Any, **kwargs: Any) -> Any:
@@ -74,8 +72,8 @@ def test_text_and_numbers_are_packed_as_redis_py_packs_them() -> None:
     expected = b"".join(Connection().pack_command(  # type: ignore[no-untyped-call]
         "EVALSHA", sha, 0, "complete", 1700000000.25, *args
     ))
-    assert pack(sha, 1700000000.25, [("complete", args)]) == expected
-    assert pack(sha, 1.0, [("a", []), ("b", [1])]) == b"".join(
+    assert pack(sha, 1700000000.25, [Command("complete", tuple(args))]) == expected
+    assert pack(sha, 1.0, [Command("a", ()), Command("b", (1,))]) == b"".join(
         b"".join(Connection().pack_command("EVALSHA", sha, 0, name, 1.0, *rest))  # type: ignore[no-untyped-call]
         for name, rest in (("a", []), ("b", [1]))
     )
@@ -84,7 +82,7 @@ def test_text_and_numbers_are_packed_as_redis_py_packs_them() -> None:
 def test_booleans_are_refused_before_anything_is_sent(client: Client) -> None:
     job = popped(client, {})
     with pytest.raises(redis.DataError):
-        call_many(client, [("pop", ["q", "w1", True])])
+        call_many(client, [Command("pop", ("q", "w1", True))])
     assert client.get_job(job.jid).state == "running"  # type: ignore[union-attr]
     assert in_step(client)
 
@@ -105,10 +103,10 @@ def test_a_script_error_is_returned_in_place_and_the_pop_still_read(client: Clie
     assert in_step(client)
 
 
-def test_noscript_after_a_flush_is_script_missing_and_nothing_ran(client: Client) -> None:
+def test_noscript_after_a_flush_is_script_not_loaded_and_nothing_ran(client: Client) -> None:
     job = popped(client, {"n": 1}, {"n": 2})
     client.redis.script_flush()
-    with pytest.raises(ScriptMissing):
+    with pytest.raises(ScriptNotLoadedError):
         call_many(client, complete_and_pop(job))
     assert in_step(client)
     assert client.get_job(job.jid).state == "running"  # type: ignore[union-attr]
@@ -183,41 +181,41 @@ def test_an_interruption_between_two_replies_drops_the_connection(
 def test_round_trips_keep_their_connection_until_released(client: Client) -> None:
     first = popped(client, {"n": 1}, {"n": 2}, {"n": 3})
     pool = client.redis.connection_pool
-    trips = RoundTrips(client)
-    _, reply = trips.call_many(complete_and_pop(first))
-    kept = trips._connection
+    batch = Batch(client)
+    _, reply = batch.call_many(complete_and_pop(first))
+    kept = batch._connection
     assert kept is not None and kept in pool._in_use_connections
     [second] = client.jobs_from_json(reply)
-    assert trips.call_many(complete_and_pop(second))[0] == "complete"
-    assert trips._connection is kept
-    trips.release()
-    assert not trips.holding and kept in pool._available_connections
+    assert batch.call_many(complete_and_pop(second))[0] == "complete"
+    assert batch._connection is kept
+    batch.release()
+    assert not batch.holding and kept in pool._available_connections
 
 
 def test_a_kept_connection_closed_by_the_server_is_replaced(
     client: Client, redis_client: redis.Redis
 ) -> None:
     first = popped(client, {"n": 1}, {"n": 2}, {"n": 3})
-    trips = RoundTrips(client)
-    [second] = client.jobs_from_json(trips.call_many(complete_and_pop(first))[1])
+    batch = Batch(client)
+    [second] = client.jobs_from_json(batch.call_many(complete_and_pop(first))[1])
     redis_client.client_kill_filter(_type="normal", skipme=True)
-    completed, reply = trips.call_many(complete_and_pop(second))
+    completed, reply = batch.call_many(complete_and_pop(second))
     assert completed == "complete"
     assert [j.data for j in client.jobs_from_json(reply)] == [{"n": 3}]
-    trips.release()
+    batch.release()
 
 
 def test_a_kept_connection_with_unread_data_is_not_reused(client: Client) -> None:
     first = popped(client, {"n": 1}, {"n": 2}, {"n": 3})
-    trips = RoundTrips(client)
-    [second] = client.jobs_from_json(trips.call_many(complete_and_pop(first))[1])
-    assert trips._connection is not None
-    trips._connection.send_command("ECHO", "stale")  # type: ignore[no-untyped-call]
+    batch = Batch(client)
+    [second] = client.jobs_from_json(batch.call_many(complete_and_pop(first))[1])
+    assert batch._connection is not None
+    batch._connection.send_command("ECHO", "stale")  # type: ignore[no-untyped-call]
     time.sleep(0.05)  # the stale reply is in the socket
-    completed, reply = trips.call_many(complete_and_pop(second))
+    completed, reply = batch.call_many(complete_and_pop(second))
     assert completed == "complete"
     assert [j.data for j in client.jobs_from_json(reply)] == [{"n": 3}]
-    trips.release()
+    batch.release()
     assert in_step(client)
 
 
@@ -225,63 +223,52 @@ def test_an_error_gives_the_kept_connection_back_closed(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = popped(client, {"n": 1}, {"n": 2})
-    trips = RoundTrips(client)
-    trips.call_many([("pop", ["q", "w1", 0])])
-    kept = cut_reads(trips, monkeypatch)
+    batch = Batch(client)
+    batch.call_many([commands.pop("q", "w1", 0)])
+    kept = cut_reads(batch, monkeypatch)
     with pytest.raises(redis.ConnectionError):
-        trips.call_many(complete_and_pop(job))
+        batch.call_many(complete_and_pop(job))
     monkeypatch.undo()
-    assert not trips.holding
+    assert not batch.holding
     assert kept._sock is None and kept in client.redis.connection_pool._available_connections
-
-
-def test_the_worker_gives_its_connection_back_when_the_queue_runs_dry(
-    qless: Client, put: Callable[..., str], run_worker: Callable[..., Any]
-) -> None:
-    jids = [put("worker.noop"), put("worker.noop"), put("worker.fail"), put("worker.noop"),
-            put("worker.noop")]
-    worker = run_worker("q")
-    assert [job_state(qless, jid) for jid in jids] == ["complete"] * 2 + ["failed"] + [
-        "complete"] * 2
-    assert worker.jobs_run == 5 and not worker.trips.holding
 
 
 def test_sent_calls_are_answered_in_order_deferred_ones_at_collect(client: Client) -> None:
     first = popped(client, {"n": 1}, {"n": 2})
-    trips = RoundTrips(client)
+    batch = Batch(client)
     seen: list[tuple[str, Any]] = []
-    trips.send(complete_and_pop(first), [
+    batch.send(complete_and_pop(first), [
         Reply(lambda value: seen.append(("complete", value)), deferred=True),
         Reply(lambda value: seen.append(("pop", value))),
     ])
-    assert trips.waiting == 2 and seen == []
-    trips.read()
-    assert trips.waiting == 0
+    assert batch.waiting == 2 and seen == []
+    batch.read()
+    assert batch.waiting == 0
     [(what, reply)] = seen  # the pop is handled as it is read, the completion waits
     assert what == "pop" and [j.data for j in client.jobs_from_json(reply)] == [{"n": 2}]
-    trips.collect()
+    batch.collect()
     assert seen[1] == ("complete", "complete")
-    trips.release()
+    batch.release()
     assert in_step(client)
 
 
 def test_reading_without_waiting_takes_only_the_replies_already_here(client: Client) -> None:
     job = popped(client, {"n": 1})
-    trips = RoundTrips(client)
+    batch = Batch(client)
     seen: list[Any] = []
-    trips.send([("complete", [job.jid, "w1", "q", job.raw_data])], [Reply(seen.append)])
-    wait_for(lambda: trips.read(wait=False) or seen, what="the reply, read without waiting")
-    assert seen == ["complete"] and trips.waiting == 0
-    trips.release()
+    batch.send([commands.complete(job.jid, "w1", "q", job.raw_data)], [Reply(seen.append)])
+    wait_for(lambda: batch.read(wait=False) or seen, what="the reply, read without waiting")
+    assert seen == ["complete"] and batch.waiting == 0
+    batch.release()
 
 
 def test_a_refused_call_sent_ahead_gets_its_typed_error(client: Client) -> None:
     job = popped(client, {"n": 1})
     client.timeout(job.jid)
-    trips = RoundTrips(client)
+    batch = Batch(client)
     seen: list[Any] = []
-    trips.send([("complete", [job.jid, "w1", "q", job.raw_data])], [Reply(seen.append)])
-    trips.release()
+    batch.send([commands.complete(job.jid, "w1", "q", job.raw_data)], [Reply(seen.append)])
+    batch.release()
     [error] = seen
     assert isinstance(error, LockLostError)
     assert in_step(client)
@@ -291,13 +278,13 @@ def test_a_lost_connection_fails_every_unread_call(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = popped(client, {"n": 1}, {"n": 2})
-    trips = RoundTrips(client)
+    batch = Batch(client)
     seen: list[Any] = []
-    trips.send(complete_and_pop(job), [Reply(seen.append), Reply(seen.append)])
-    kept = cut_reads(trips, monkeypatch)
+    batch.send(complete_and_pop(job), [Reply(seen.append), Reply(seen.append)])
+    kept = cut_reads(batch, monkeypatch)
     with pytest.raises(redis.ConnectionError):
-        trips.read()
+        batch.read()
     monkeypatch.undo()
     assert [type(error) for error in seen] == [redis.ConnectionError, redis.ConnectionError]
-    assert trips.waiting == 0 and not trips.holding
+    assert batch.waiting == 0 and not batch.holding
     assert kept._sock is None

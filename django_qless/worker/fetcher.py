@@ -1,0 +1,248 @@
+"""Fetching: the worker's next job, popped ahead while jobs are short, and each outcome told.
+
+The loop asks `next_job()` for a job, runs it, and gives the outcome to `finished()`. A job
+that succeeded is completed here, in one round trip with the pops of the jobs after it
+(see `held`): with a job already held, the completion is only sent and its answer read
+when the next job is due, so the worker does not wait for Redis between two jobs.
+
+Threads: everything runs in the worker's job thread, where the signals of completions are
+sent, except `hand_back_held()`, which the monitor thread calls when the running job has
+taken `HOLD_LIMIT`; the held jobs and the batch's connection are guarded by one lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from functools import partial
+from typing import Any
+
+import redis
+
+from ..core import (
+    Batch,
+    Client,
+    Command,
+    Job,
+    LockLostError,
+    QlessError,
+    Queue,
+    Reply,
+    ScriptNotLoadedError,
+    commands,
+)
+from .held import DurationAverage, Held, HeldJobs
+from .monitor import RECENT_TTL
+from .options import WorkerOptions
+from .order import QueueOrder
+from .report import Outcome, Reporter, hand_back
+from .state import StopState
+
+logger = logging.getLogger("django_qless.worker")
+
+
+class Fetcher:
+    """Hands the loop its jobs and reports their outcomes to qless, popping ahead."""
+
+    def __init__(self, client: Client, order: QueueOrder[Queue], options: WorkerOptions,
+                 stop: StopState, reporter: Reporter) -> None:
+        self.client = client
+        self.name = client.worker_name
+        self.order = order
+        self.options = options
+        self.stop = stop
+        self.reporter = reporter
+        self.batch = Batch(client)
+        self.held = HeldJobs(client, self.batch)
+        self.durations = DurationAverage()
+        #: Jobs run so far (`--max-jobs` counts them, and the jobs held after them).
+        self.jobs_run = 0
+        #: How many jobs ended each way, by `Outcome` value.
+        self.outcomes: Counter[str] = Counter()
+
+    def next_job(self) -> Job | None:
+        """A held job (in pop order) if there is one, else the next from the queues."""
+        while (held := self.held.next()) is not None:
+            self.batch.collect()  # answers to earlier completions: their signals come first
+            if self._still_ours(held):
+                return held.job
+        # Settle every completion first: this pop must see the jobs they released.
+        self.settle()
+        return self._pop()
+
+    def finished(self, job: Job, outcome: Outcome, duration: float) -> None:
+        """Count how a job ended; one that succeeded is completed (with the next pops)."""
+        if outcome is Outcome.SUCCEEDED:
+            self._complete(job, duration)
+        else:
+            self.outcomes[outcome.value] += 1
+        # The job's own run time: a slow link to Redis must not turn popping ahead off.
+        self.durations.observe(duration)
+        self.jobs_run += 1
+
+    def settle(self) -> None:
+        """Read and handle every answer owed, and give the kept connection back to the pool."""
+        try:
+            self.batch.release()
+        except redis.RedisError as exc:
+            # Each command still owed an answer has been given this error (reported as such).
+            logger.warning("qless worker %s: connection lost with answers owed (%s)", self.name,
+                           exc)
+        self.batch.collect()
+
+    def hand_back_held(self, reason: str) -> None:
+        """Put every held job back in its queue (popped but never started); thread-safe."""
+        try:
+            jobs = self.held.take_all()
+        except redis.RedisError as exc:
+            logger.warning("qless worker %s: could not read the jobs popped ahead (%s); their "
+                           "locks will expire", self.name, exc)
+            return
+        for job in jobs:
+            try:
+                hand_back(job, self.name, reason)
+            except (redis.RedisError, QlessError) as exc:
+                logger.warning("qless worker %s: could not give back job %s (%s); its lock "
+                               "will expire", self.name, job.jid, exc)
+
+    # Completing.
+
+    def _complete(self, job: Job, duration: float) -> None:
+        """Complete `job`, popping ahead in the same round trip.
+
+        With a job already held (or on its way) the completion is only sent: the worker
+        starts that job at once and the answer is handled when read (`_answered`).
+        Otherwise it waits for the answer and the pop, which brings the next job.
+        """
+        if self.stop.requested:
+            self.settle()
+            self._count(self._complete_alone(job, duration))
+            return
+        try:
+            in_hand = self.held.in_hand()
+            if in_hand:
+                self._send_ahead(job, duration, in_hand)
+            else:
+                self._count(self._complete_and_pop(job, duration))
+        except redis.RedisError as exc:
+            self._count(self.reporter.completed(job, duration, exc))
+
+    def _send_ahead(self, job: Job, duration: float, in_hand: int) -> None:
+        """Send the completion and the pops topping the held jobs up, without waiting."""
+        calls = [self._completion(job)]
+        replies = [Reply(partial(self._answered, job, duration), deferred=True)]
+        for queue, count in self._asks(self._extra(self.jobs_run + 2, in_hand - 1)):
+            pop, receive = self.held.ask(queue, count)
+            calls.append(pop)
+            replies.append(receive)
+        self.batch.send(calls, replies)
+
+    def _complete_and_pop(self, job: Job, duration: float) -> Outcome:
+        """Complete and pop in one round trip, waiting for both answers."""
+        asks = self._asks(1 + self._extra(self.jobs_run + 2, 0))
+        pops = [commands.pop(queue.name, self.name, count) for queue, count in asks]
+        try:
+            completed, *popped = self.batch.call_many([self._completion(job), *pops])
+        except ScriptNotLoadedError:
+            self.settle()
+            return self._complete_alone(job, duration)  # loads the script again
+        for (queue, _), reply in zip(asks, popped, strict=True):
+            if isinstance(reply, Exception):
+                logger.warning("qless worker %s: pop from %s failed: %s", self.name, queue.name,
+                               reply)
+            else:
+                self.held.hold(self.client.jobs_from_json(reply))
+        if not self.held.held:
+            # No job in hand: the worker pops the plain way next, maybe after a sleep.
+            self.settle()
+        return self._report(job, duration, completed)
+
+    def _complete_alone(self, job: Job, duration: float) -> Outcome:
+        """qless `complete` in one round trip of its own (no pop)."""
+        try:
+            job.complete()
+        except (LockLostError, redis.RedisError) as exc:
+            return self.reporter.completed(job, duration, exc)
+        return self.reporter.completed(job, duration, None)
+
+    def _answered(self, job: Job, duration: float, value: Any) -> None:
+        """qless answered a completion sent without waiting: report it and count the outcome."""
+        try:
+            if isinstance(value, ScriptNotLoadedError):
+                outcome = self._complete_alone(job, duration)  # nothing ran: the plain way
+            else:
+                outcome = self._report(job, duration, value)
+        except Exception:
+            logger.exception("qless worker %s: could not report job %s", self.name, job.jid)
+            outcome = Outcome.UNREPORTED
+        self._count(outcome)
+
+    def _report(self, job: Job, duration: float, answer: Any) -> Outcome:
+        """What qless's answer to a completion makes of the job (its new state, or an error)."""
+        if isinstance(answer, BaseException):
+            return self.reporter.completed(job, duration, answer)
+        job.state = str(answer)
+        return self.reporter.completed(job, duration, None)
+
+    def _completion(self, job: Job) -> Command:
+        """The `complete` of a job that succeeded, its data unchanged."""
+        return commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
+
+    def _count(self, outcome: Outcome) -> None:
+        """Count one outcome."""
+        self.outcomes[outcome.value] += 1
+
+    # Popping.
+
+    def _still_ours(self, held: Held) -> bool:
+        """A job held a while is heartbeated before it starts: it may have been lost since."""
+        waited = time.monotonic() - held.since
+        if waited < min(RECENT_TTL, held.lease / 2):
+            return True
+        try:
+            held.job.heartbeat()
+        except LockLostError as exc:
+            logger.info("qless worker %s: held job %s is no longer ours: %s", self.name,
+                        held.job.jid, exc.message)
+            self._count(Outcome.LOCK_LOST)
+            return False
+        return True
+
+    def _extra(self, number: int, in_hand: int) -> int:
+        """How many jobs to pop ahead, when the next to start is job `number` of this worker
+        and `in_hand` more are held or on their way after it."""
+        if not self.durations.short:
+            return 0
+        extra = self.options.prefetch - in_hand
+        if self.options.max_jobs is not None:
+            extra = min(extra, self.options.max_jobs - number - in_hand)
+        return max(extra, 0)
+
+    def _asks(self, count: int) -> list[tuple[Queue, int]]:
+        """The pops that ask for `count` jobs: one from the first queue when `ordered`; else
+        one job per queue in turn (round-robin moves on at once, as if each gave one)."""
+        if count <= 0:
+            return []
+        order = self.order.round()
+        if self.options.strategy == "ordered":
+            return [(order[0], count)]
+        asks = []
+        for number in range(count):
+            queue = order[number % len(order)]
+            self.order.served(queue)
+            asks.append((queue, 1))
+        return asks
+
+    def _pop(self) -> Job | None:
+        """The next job from the first queue (in strategy order) that has one."""
+        count = 1
+        if self.options.strategy == "ordered":  # other orders take one job per queue in turn
+            count += self._extra(self.jobs_run + 1, 0)
+        for queue in self.order.round():
+            jobs = queue.pop(count)
+            if jobs:
+                self.order.served(queue)
+                self.held.hold(jobs[1:])
+                return jobs[0]
+        return None

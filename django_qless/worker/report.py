@@ -1,0 +1,84 @@
+"""How a job ended: the outcome, the job signals, and the answers qless gives to a completion.
+
+Everything here runs in the worker's job thread, except `hand_back`, which the monitor
+thread also calls for jobs held behind a long one.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Any
+
+import redis
+from django.dispatch import Signal
+
+from .. import signals
+from ..core import Job, LockLostError
+from ..registry import registry
+
+logger = logging.getLogger("django_qless.worker")
+
+#: History entry written when a job is handed back (at shutdown, or held too long).
+HANDED_BACK = "handed-back"
+
+
+class Outcome(str, enum.Enum):
+    """What became of one job (`Worker.outcomes` counts them by value)."""
+
+    #: The job function returned; its completion is not sent yet (the fetcher sends it).
+    SUCCEEDED = "succeeded"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    RETRIED = "retried"
+    LOCK_LOST = "lock lost"
+    HANDED_BACK = "handed back"
+    #: qless could not be told (Redis unreachable): the lock expires, the job runs again.
+    UNREPORTED = "unreported"
+
+
+class Reporter:
+    """Sends one worker's job signals and turns qless's answer to a completion into an outcome."""
+
+    def __init__(self, worker_name: str) -> None:
+        self.worker_name = worker_name
+
+    def send(self, signal: Signal, job: Job, **extra: Any) -> None:
+        """Send a job signal, with the job's definition as sender (None when not registered)."""
+        signals.send(signal, registry.lookup(job.klass), jid=job.jid, queue=job.queue_name,
+                     klass=job.klass, worker=self.worker_name, **extra)
+
+    def completed(self, job: Job, duration: float, error: BaseException | None) -> Outcome:
+        """How qless answered the completion of a job that succeeded (None: accepted)."""
+        if error is None:
+            self.send(signals.job_completed, job, duration=duration)
+            return Outcome.COMPLETED
+        if isinstance(error, LockLostError):
+            return self.lost(job, error.message)
+        if isinstance(error, redis.RedisError):
+            logger.error("qless worker %s: could not report job %s (done) to Redis (%s); its "
+                         "lock will expire and qless will hand it out again",
+                         self.worker_name, job.jid, error)
+            return Outcome.UNREPORTED
+        raise error
+
+    def lost(self, job: Job, reason: str) -> Outcome:
+        """The lock went elsewhere: write nothing (another worker may be running the job)."""
+        logger.info("qless worker %s: job %s stopped, its result discarded: %s",
+                    self.worker_name, job.jid, reason)
+        self.send(signals.job_lock_lost, job, reason=reason)
+        return Outcome.LOCK_LOST
+
+
+def hand_back(job: Job, worker_name: str, reason: str, **details: Any) -> None:
+    """Put a job this worker holds back in its queue, without spending a retry.
+
+    A heartbeat first proves the job is still ours (otherwise the re-put would take it
+    from its new owner). `requeue` by this worker keeps priority, tags, retries and data;
+    qless's put sets `remaining` back to `retries`, so nothing is spent (a job that had
+    already used retries gets them back). The history shows a `handed-back` entry, then
+    the `put`.
+    """
+    job.heartbeat()
+    job.log(HANDED_BACK, {"worker": worker_name, "reason": reason, **details})
+    job.requeue()
