@@ -1,0 +1,21 @@
+"""Errors of the Tasks backend that Django's own exceptions do not cover."""
+
+from __future__ import annotations
+
+from .compat import InvalidTask
+
+
+class TaskArgumentsError(InvalidTask, TypeError):
+    """A task's arguments do not survive a JSON round trip; nothing was written to Redis.
+
+    It is an `InvalidTask` (Django's refusal of a task) and a `TypeError`, the error Django's
+    own argument normalisation raises for values JSON cannot hold.
+    """
+
+
+class TaskDataError(ValueError):
+    """Job data read from Redis is not the shape this backend writes for a task."""
+
+
+class ResultNotStorableError(ValueError):
+    """A task's return value is not JSON that round-trips, or is over the size limit."""
