@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 from .compat import TaskError
 
 if TYPE_CHECKING:
-    from ..core import Job
-    from ..core import Failure, HistoryEntry
+    from ..core import Failure, HistoryEntry, Job
 
 #: `what` of the history entries `record_error` writes.
 ERROR_EVENT = "task-error"

@@ -23,8 +23,7 @@ from .payload import read_call, read_result, run_after_of
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..core import Job
-    from ..core import HistoryEntry
+    from ..core import HistoryEntry, Job
 
 STATUS_BY_STATE = {
     "waiting": TaskResultStatus.READY,

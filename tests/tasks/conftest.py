@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -15,6 +16,7 @@ from django.test import override_settings
 from django_qless.connection import get_client, reset_clients
 from django_qless.core import Client
 from tests.redis_harness import RedisServer
+from tests.support import FakeClock
 from tests.tasks.compat import DUMMY_BACKEND
 
 BACKEND = "django_qless.tasks.QlessBackend"
@@ -25,6 +27,7 @@ TASKS: dict[str, Any] = {
         "QUEUES": ["default"],
         "OPTIONS": {"TAGS": ["tasks", "tagged"], "RETRIES": 2, "RESULT_MAX_BYTES": 100},
     },
+    "open": {"BACKEND": BACKEND, "QUEUES": []},
     "dummy": {"BACKEND": DUMMY_BACKEND},
 }
 
@@ -54,11 +57,19 @@ def qless(qless_settings: dict[str, Any]) -> Client:
 
 
 @pytest.fixture
-def worker(redis_server: RedisServer, qless_settings: dict[str, Any]) -> Iterator[Client]:
-    """A second client standing in for a worker process (its own worker name)."""
+def worker_clock() -> FakeClock:
+    """The worker's clock: now, moved by hand so history times differ."""
+    return FakeClock(float(int(time.time())))
+
+
+@pytest.fixture
+def worker(
+    redis_server: RedisServer, qless_settings: dict[str, Any], worker_clock: FakeClock
+) -> Iterator[Client]:
+    """A second client standing in for a worker process (its own worker name and clock)."""
     connection = redis_server.client(decode_responses=True)
     try:
-        yield Client(connection, worker_name="worker-1")
+        yield Client(connection, worker_name="worker-1", clock=worker_clock)
     finally:
         connection.close()
 
