@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..core import Client, Job, QlessError
-from .queries import get_jobs, group_jids, tag_jids
 
 CHUNK = 500
 #: Most jobs one bulk request handles (a second request carries on).
@@ -31,10 +30,10 @@ class Outcome:
 def retry_group(client: Client, group: str) -> Outcome:
     """Put every job of a failure group back into its own queue, oldest first."""
     outcome = Outcome()
-    total, _ = group_jids(client, group, 0, 1)
+    total, _ = client.failed_jids(group, 0, 1)
     for _ in range(min(total, MAX_JOBS) // CHUNK + 1):
-        total, _ = group_jids(client, group, 0, 1)
-        _, jids = group_jids(client, group, max(total - CHUNK, 0), CHUNK)
+        total, _ = client.failed_jids(group, 0, 1)
+        _, jids = client.failed_jids(group, max(total - CHUNK, 0), CHUNK)
         if not jids or not _retry_batch(client, group, jids, outcome):
             break
     return outcome
@@ -42,7 +41,7 @@ def retry_group(client: Client, group: str) -> Outcome:
 
 def _retry_batch(client: Client, group: str, jids: list[str], outcome: Outcome) -> bool:
     """Retry the oldest batch of a group; False when nothing could be done."""
-    jobs = get_jobs(client, jids)
+    jobs = client.get_jobs(jids)
     queues = {job.queue_name for job in jobs}
     before = outcome.done
     outcome.batches += 1
@@ -74,9 +73,9 @@ def _requeue_each(jobs: list[Job], outcome: Outcome) -> None:
 def cancel_group(client: Client, group: str) -> Outcome:
     """Cancel every job of a failure group, newest first."""
     outcome = Outcome()
-    total, _ = group_jids(client, group, 0, 1)
+    total, _ = client.failed_jids(group, 0, 1)
     for _ in range(min(total, MAX_JOBS) // CHUNK + 1):
-        _, jids = group_jids(client, group, 0, CHUNK)
+        _, jids = client.failed_jids(group, 0, CHUNK)
         if not jids or not _cancel_batch(client, jids, outcome, label=group):
             break
     return outcome
@@ -95,10 +94,10 @@ def _cancel_batch(client: Client, jids: list[str], outcome: Outcome, *, label: s
 
 def tagged_jids(client: Client, tag: str) -> Iterator[list[str]]:
     """Every jid with the tag at the start, in batches (read first: retrying re-tags jobs)."""
-    total, _ = tag_jids(client, tag, 0, 1)
+    total, _ = client.tagged_jids(tag, 0, 1)
     jids: list[str] = []
     for offset in range(0, min(total, MAX_JOBS), READ_PAGE):
-        jids += tag_jids(client, tag, offset, READ_PAGE)[1]
+        jids += client.tagged_jids(tag, offset, READ_PAGE)[1]
     unique = list(dict.fromkeys(jids))
     for start in range(0, len(unique), CHUNK):
         yield unique[start : start + CHUNK]
@@ -109,7 +108,7 @@ def retry_tagged(client: Client, tag: str) -> Outcome:
     outcome = Outcome()
     for jids in tagged_jids(client, tag):
         outcome.batches += 1
-        _requeue_each(get_jobs(client, jids), outcome)
+        _requeue_each(client.get_jobs(jids), outcome)
     return outcome
 
 
@@ -117,7 +116,7 @@ def cancel_tagged(client: Client, tag: str) -> Outcome:
     """Cancel every job carrying the tag (completed jobs are kept until they expire)."""
     outcome = Outcome()
     for jids in tagged_jids(client, tag):
-        live = [job.jid for job in get_jobs(client, jids) if job.state != "complete"]
+        live = [job.jid for job in client.get_jobs(jids) if job.state != "complete"]
         if live and not _cancel_batch(client, live, outcome, label=tag):
             break
     return outcome

@@ -7,7 +7,6 @@ job page, the job lists and the tag page (`presenters.py`) all read `JOB_ACTIONS
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,6 @@ from ..core import Client, Job
 from . import bulk, permissions
 from .feedback import plural
 from .forms import JidsForm, MoveForm, PriorityForm, TagForm, TagsForm, UndependForm
-from .queries import TRACKED_KEY, get_job, tag_jids
 
 Data = dict[str, Any]
 
@@ -108,18 +106,13 @@ def always(job: Job) -> bool:
 
 
 def untrack_one(client: Client, jid: str) -> bool:
-    """Stop tracking a jid; False if it was not tracked."""
-    if get_job(client, jid) is None:
-        # The script refuses to untrack a jid whose job is gone, so such entries would
-        # stay in the tracked set for ever; removing the dangling entry is all untrack does.
-        return bool(client.redis.zrem(TRACKED_KEY, jid))
-    # The reply is the JSON text "1" or "0".
-    return bool(json.loads(client.call("track", "untrack", jid)))
+    """Stop tracking a jid (one whose job is gone too); False if it was not tracked."""
+    return client.untrack(jid)
 
 
 def tagged_count(client: Client, tag: str) -> int:
     """How many jobs carry a tag."""
-    total, _ = tag_jids(client, tag, 0, 1)
+    total, _ = client.tagged_jids(tag, 0, 1)
     return total
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -250,3 +251,13 @@ def list_actions(can: Callable[[str], bool]) -> list[ButtonGroup]:
 def tag_actions(can: Callable[[str], bool]) -> list[JobAction]:
     """The actions on every job with a tag that the user may run."""
     return [a for a in JOB_ACTIONS if a.selection is Selection.TAG and can(a.perm)]
+
+
+#: States a tracked job is counted in (plus "gone" for a jid whose job no longer exists).
+TRACKED_STATES = ("running", "waiting", "scheduled", "stalled", "depends", "failed", "complete")
+
+
+def tracked_counts(states: Iterable[tuple[str, str]]) -> dict[str, int]:
+    """How many tracked jobs are in each state (every state listed, zero included)."""
+    counted = Counter(state for _, state in states)
+    return {state: counted.get(state, 0) for state in (*TRACKED_STATES, "gone")}

@@ -115,7 +115,7 @@ class Client:
 
     def get_jobs(self, jids: Iterable[str]) -> list[Job]:
         """Several jobs (unknown jids are skipped), in batches of `CHUNK`."""
-        wanted = check.jids(jids)
+        wanted = list(jids)
         jobs: list[Job] = []
         for start in range(0, len(wanted), CHUNK):
             jobs += self.jobs_from_json(self.run(commands.multiget(wanted[start : start + CHUNK])))

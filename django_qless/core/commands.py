@@ -189,12 +189,14 @@ def undepend(jid: str, jids: Iterable[str] | None = None) -> Command:
 
 def get(jid: str) -> Command:
     """One job."""
-    return Command("get", (check.jid(jid),))
+    return Command("get", (check.existing_name(jid, "jid"),))
 
 
 def multiget(jids: Sequence[str]) -> Command:
     """Several jobs (unknown jids are left out of the reply)."""
-    return Command("multiget", tuple(check.jids(jids)))
+    if isinstance(jids, str):
+        raise InvalidArgumentError("expected a list of jids, not a string")
+    return Command("multiget", tuple(check.existing_name(jid, "jid") for jid in jids))
 
 
 def jobs(state: str, queue: str, offset: int, count: int) -> Command:
@@ -217,7 +219,7 @@ def failed() -> Command:
 def failed_group(group: str, start: int, limit: int) -> Command:
     """One page of a failure group's jids, newest first."""
     return Command("failed", (
-        check.label(group, "failure group"), check.offset(start, "start"),
+        check.text(group, "failure group"), check.offset(start, "start"),
         check.count(limit, "limit"),
     ))
 
@@ -232,7 +234,7 @@ def unfail(queue: str, group: str, count: int) -> Command:
 def tagged(tag_name: str, offset: int, count: int) -> Command:
     """One page of the jids carrying a tag."""
     return Command("tag", (
-        "get", check.label(tag_name, "tag"), check.offset(offset), check.count(count)
+        "get", check.text(tag_name, "tag"), check.offset(offset), check.count(count)
     ))
 
 
@@ -359,7 +361,7 @@ def unrecur(jid: str) -> Command:
 
 def recur_get(jid: str) -> Command:
     """One template."""
-    return Command("recur.get", (check.jid(jid),))
+    return Command("recur.get", (check.existing_name(jid, "jid"),))
 
 
 # Config and workers.

@@ -247,16 +247,33 @@ def test_bad_max_payload_bytes(redis_client: Any) -> None:
 def test_bad_existing_jids(seeded: Client, keyspace: Callable[[], Any], jid: str) -> None:
     before = keyspace()
     for action in (
-        lambda: seeded.get_job(jid),
-        lambda: seeded.get_jobs([jid]),
         lambda: seeded.cancel(jid),
         lambda: seeded.timeout(jid),
         lambda: seeded.track(jid),
-        lambda: seeded.recurring(jid),
     ):
         with pytest.raises(InvalidArgumentError):
             action()
     assert keyspace() == before
+
+
+@pytest.mark.parametrize("jid", ["", "tab\tjid", "x" * 1025, "nl\n"])
+def test_reads_refuse_what_no_client_can_have_written(seeded: Client, jid: str) -> None:
+    for action in (
+        lambda: seeded.get_job(jid),
+        lambda: seeded.get_jobs([jid]),
+        lambda: seeded.recurring(jid),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            action()
+
+
+def test_reads_accept_jids_only_other_clients_write(seeded: Client, lua: Any) -> None:
+    # Strict for writes, lenient for reads: a jid with a space, put by another client,
+    # can be read back (the admin shows such jobs).
+    lua("put", 1000, "w", "q", "with space", "k", "{}", 0)
+    assert seeded.get_job("with space").jid == "with space"  # type: ignore[union-attr]
+    assert [job.jid for job in seeded.get_jobs(["with space"])] == ["with space"]
+    assert seeded.recurring("with space") is None
 
 
 def test_existing_jid_rule_accepts_other_clients_formats() -> None:

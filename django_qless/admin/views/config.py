@@ -11,7 +11,6 @@ from .. import audit
 from ..feedback import form_errors
 from ..forms import ConfigForm, ConfigKeyForm
 from ..page_context import PageContext
-from ..queries import config_values
 
 #: Keys offered in the form even before they are set.
 KNOWN_KEYS = ("application", *NUMERIC_KEYS)
@@ -22,7 +21,7 @@ def config_page(
 ) -> HttpResponse:
     """Every config value (defaults included) and a form to set one."""
     context = {
-        "values": config_values(ctx.client),
+        "values": ctx.client.config.as_text(),
         "form": form or ConfigForm(),
         "known_keys": KNOWN_KEYS,
     }

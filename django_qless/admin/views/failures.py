@@ -15,7 +15,6 @@ from ..feedback import confirm_page, confirmed, invalid, plural, report
 from ..forms import GroupForm
 from ..page_context import PageContext
 from ..pagination import paginate, paginate_sequence
-from ..queries import get_jobs, group_jids
 from .jobs import list_context
 
 
@@ -52,8 +51,8 @@ def _failed_at(job: Job | None) -> datetime | None:
 
 def summarize(ctx: PageContext, group: str, count: int) -> GroupSummary:
     """A group's newest and oldest job (two one-item queries)."""
-    newest = get_jobs(ctx.client, group_jids(ctx.client, group, 0, 1)[1])
-    oldest = get_jobs(ctx.client, group_jids(ctx.client, group, max(count - 1, 0), 1)[1])
+    newest = ctx.client.get_jobs(ctx.client.failed_jids(group, 0, 1)[1])
+    oldest = ctx.client.get_jobs(ctx.client.failed_jids(group, max(count - 1, 0), 1)[1])
     return GroupSummary(group, count, newest[0] if newest else None, oldest[0] if oldest else None)
 
 
@@ -72,7 +71,7 @@ def group_page(ctx: PageContext, group: str) -> HttpResponse:
     total = ctx.client.failed().get(group, 0)
 
     def fetch(offset: int, count: int) -> list[str]:
-        return group_jids(ctx.client, group, offset, count)[1]
+        return ctx.client.failed_jids(group, offset, count)[1]
 
     context: dict[str, Any] = {
         **list_context(ctx, paginate(ctx.request, fetch, total)), "group": group, "total": total,

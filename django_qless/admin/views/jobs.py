@@ -13,17 +13,7 @@ from ...core import InvalidArgumentError, Job
 from .. import permissions, presenters
 from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
-from ..queries import (
-    TRACKED_STATES,
-    get_job,
-    get_jobs,
-    get_recurring,
-    tag_jids,
-    tracked_counts,
-    tracked_jids,
-    tracked_states,
-    tracked_total,
-)
+from ..presenters import TRACKED_STATES, tracked_counts
 
 TOP_TAGS = 50
 
@@ -32,7 +22,7 @@ def list_context(ctx: PageContext, page: Pagination[str]) -> dict[str, Any]:
     """A page of jids as job rows, plus what the bulk-action bar needs."""
     now = ctx.client.now()
     return {
-        "page": page.map(lambda jids: presenters.job_rows(get_jobs(ctx.client, jids), now)),
+        "page": page.map(lambda jids: presenters.job_rows(ctx.client.get_jobs(jids), now)),
         "queue_names": [q.name for q in ctx.client.queues()],
     }
 
@@ -51,12 +41,16 @@ def search(ctx: PageContext) -> HttpResponse:
 
 def find(ctx: PageContext, query: str) -> str | None:
     """URL of the job, recurring job or tag named `query`, if there is one."""
-    if get_job(ctx.client, query) is not None:
-        return ctx.link("job", jid=query)
-    if get_recurring(ctx.client, query) is not None:
-        return ctx.link("recurring", jid=query)
+    # Free text: what cannot be a jid or a tag is simply not found.
     try:
-        total, _ = tag_jids(ctx.client, query, 0, 1)
+        if ctx.client.get_job(query) is not None:
+            return ctx.link("job", jid=query)
+        if ctx.client.recurring(query) is not None:
+            return ctx.link("recurring", jid=query)
+    except InvalidArgumentError:
+        pass
+    try:
+        total, _ = ctx.client.tagged_jids(query, 0, 1)
     except InvalidArgumentError:
         return None
     return f"{ctx.url('tagged')}?{urlencode({'tag': query})}" if total else None
@@ -64,9 +58,9 @@ def find(ctx: PageContext, query: str) -> str | None:
 
 def job_page(ctx: PageContext, jid: str) -> HttpResponse:
     """One job: fields, data, history timeline, failure, dependencies, actions."""
-    job = get_job(ctx.client, jid)
+    job = ctx.client.get_job(jid)
     if job is None:
-        if get_recurring(ctx.client, jid) is not None:
+        if ctx.client.recurring(jid) is not None:
             return HttpResponseRedirect(ctx.url("recurring", jid=jid))
         missing = {"message": f"No job {jid!r} (it may have been cancelled or expired)."}
         return ctx.render("error.html", missing, title="Job not found", section="", status=404)
@@ -113,19 +107,19 @@ def completed(ctx: PageContext) -> HttpResponse:
 def tracked(ctx: PageContext) -> HttpResponse:
     """Tracked jobs, all or by state."""
     state = ctx.request.GET.get("state", "all")
-    states = tracked_states(ctx.client)
+    states = ctx.client.tracked_states()
     if state in (*TRACKED_STATES, "gone"):
         page = paginate_sequence(ctx.request, [jid for jid, s in states if s == state])
     else:
         state = "all"
         page = paginate(
-            ctx.request, lambda o, c: tracked_jids(ctx.client, o, c), tracked_total(ctx.client)
+            ctx.request, ctx.client.tracked_jids, ctx.client.tracked_count()
         )
     context: dict[str, Any] = {
         **list_context(ctx, page),
         "state": state,
         "counts": tracked_counts(states),
-        "total": tracked_total(ctx.client),
+        "total": ctx.client.tracked_count(),
         "gone": page.items if state == "gone" else (),
     }
     crumbs = [("Tracked jobs", None)]
@@ -138,13 +132,13 @@ def tagged(ctx: PageContext) -> HttpResponse:
     """Jobs carrying a tag, with bulk actions on all of them."""
     tag = ctx.request.GET.get("tag", "")
     try:
-        total, _ = tag_jids(ctx.client, tag, 0, 1)
+        total, _ = ctx.client.tagged_jids(tag, 0, 1)
     except InvalidArgumentError as exc:
         messages.error(ctx.request, str(exc))
         return HttpResponseRedirect(ctx.url("search"))
 
     def fetch(offset: int, count: int) -> Sequence[str]:
-        return tag_jids(ctx.client, tag, offset, count)[1]
+        return ctx.client.tagged_jids(tag, offset, count)[1]
 
     context = {**list_context(ctx, paginate(ctx.request, fetch, total)), "tag": tag, "total": total}
     crumbs = [("Find jobs", ctx.url("search")), (f"Tag {tag}", None)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 
 from ..page_context import PageContext
-from ..queries import config_values, tracked_counts, tracked_states
+from ..presenters import tracked_counts
 
 #: Failure groups and workers listed on the overview (their own pages list all).
 SHOWN = 20
@@ -23,7 +23,7 @@ def overview(ctx: PageContext) -> HttpResponse:
         "failed_total": sum(count for _, count in groups),
         "workers": workers[:SHOWN],
         "workers_total": len(workers),
-        "tracked": tracked_counts(tracked_states(client)),
-        "application": config_values(client).get("application", "qless"),
+        "tracked": tracked_counts(client.tracked_states()),
+        "application": client.config.as_text().get("application", "qless"),
     }
     return ctx.render("overview.html", context, title="Qless overview", section="overview")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from functools import partial
 
 from django.contrib import messages
 from django.http import HttpResponse
@@ -15,14 +16,6 @@ from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
 from ..page_context import PageContext
 from ..pagination import paginate
-from ..queries import (
-    config_values,
-    get_jobs,
-    get_recurring,
-    queue_counts,
-    queue_jids,
-    queue_stats,
-)
 
 TABS = ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recurring")
 
@@ -35,11 +28,11 @@ def queue_list(ctx: PageContext) -> HttpResponse:
 
 def queue_page(ctx: PageContext, name: str) -> HttpResponse:
     """One queue: counts, today's failures, settings, and the selected tab."""
-    counts = queue_counts(ctx.client, name)
+    counts = ctx.client.queue(name).counts()
     tab = ctx.request.GET.get("tab", "stats")
     tab = tab if tab in TABS else "stats"
     day = stats_day(ctx.request.GET.get("date", ""), ctx.client.now())
-    stats = queue_stats(ctx.client, name, day.timestamp())
+    stats = ctx.client.queue(name).stats(day.timestamp())
     context = {
         "queue": counts,
         "tab": tab,
@@ -74,24 +67,25 @@ def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -
         return {"wait": presenters.chart(stats.wait.histogram),
                 "run": presenters.chart(stats.run.histogram)}
     total = tab_count(counts, tab) or 0
-    page = paginate(
-        ctx.request, lambda o, c: queue_jids(ctx.client, counts.name, tab, o, c), total
-    )
+    queue = ctx.client.queue(counts.name)
+    # Waiting jobs are listed in pop order from the work set; the script pages the others.
+    fetch = queue.waiting if tab == "waiting" else partial(queue.jobs, tab)
+    page = paginate(ctx.request, fetch, total)
     if tab == "recurring":
         return {"page": page.map(lambda jids: recurring_rows(ctx, jids))}
     now = ctx.client.now()
-    return {"page": page.map(lambda jids: presenters.job_rows(get_jobs(ctx.client, jids), now))}
+    return {"page": page.map(lambda jids: presenters.job_rows(ctx.client.get_jobs(jids), now))}
 
 
 def recurring_rows(ctx: PageContext, jids: Sequence[str]) -> list[presenters.RecurringRow]:
     """Recurring templates by jid (skipping any deleted meanwhile)."""
-    found = (get_recurring(ctx.client, jid) for jid in jids)
+    found = (ctx.client.recurring(jid) for jid in jids)
     return [presenters.recurring_row(job) for job in found if job is not None]
 
 
 def queue_settings(ctx: PageContext, name: str) -> dict[str, str | None]:
     """The queue's own lease length and concurrency limit, and the global lease length."""
-    values = config_values(ctx.client)
+    values = ctx.client.config.as_text()
     return {
         "heartbeat": values.get(f"{name}-heartbeat"),
         "default_heartbeat": values.get("heartbeat"),

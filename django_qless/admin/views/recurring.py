@@ -14,7 +14,6 @@ from ..feedback import confirm_page, confirmed, form_errors, invalid
 from ..forms import JidForm, RecurringForm
 from ..page_context import PageContext
 from ..pagination import paginate
-from ..queries import get_recurring, queue_jids
 from .queues import recurring_rows
 
 
@@ -27,7 +26,7 @@ def recurring_list(ctx: PageContext) -> HttpResponse:
     if selected in names:
         total = next(q.recurring for q in queues if q.name == selected)
         page = paginate(
-            ctx.request, lambda o, c: queue_jids(ctx.client, selected, "recurring", o, c), total
+            ctx.request, lambda o, c: ctx.client.queue(selected).jobs("recurring", o, c), total
         )
         context["page"] = page.map(lambda jids: recurring_rows(ctx, jids))
     return ctx.render(
@@ -45,7 +44,7 @@ def initial(job: RecurringJob) -> dict[str, Any]:
 
 def recurring_page(ctx: PageContext, jid: str, form: RecurringForm | None = None) -> HttpResponse:
     """One template: its fields, data (masked) and the edit form."""
-    job = get_recurring(ctx.client, jid)
+    job = ctx.client.recurring(jid)
     if job is None:
         missing = {"message": f"No recurring job {jid!r}."}
         return ctx.render("error.html", missing, title="Not found", section="", status=404)

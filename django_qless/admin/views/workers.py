@@ -13,7 +13,6 @@ from ..feedback import invalid
 from ..forms import WorkerForm
 from ..page_context import PageContext
 from ..pagination import paginate_sequence
-from ..queries import worker_jobs
 from .jobs import list_context
 
 
@@ -25,7 +24,7 @@ def worker_list(ctx: PageContext) -> HttpResponse:
 
 def worker_page(ctx: PageContext, name: str) -> HttpResponse:
     """The jobs a worker holds: live leases first, then expired ones."""
-    held = worker_jobs(ctx.client, name)
+    held = ctx.client.workers.jobs(name)
     jids = [*held.jobs, *held.stalled]
     stalled = set(held.stalled)
     context: dict[str, Any] = {
