@@ -18,10 +18,10 @@ from asgiref.sync import sync_to_async
 from django.core import checks
 from django.db import transaction
 
+from .. import signals
 from ..conf import get_settings
 from ..connection import alias_for_queue, get_client
-from ..core import Client, Job, commands, validation
-from ..core.exceptions import InvalidArgumentError, JobDataError
+from ..core import Client, InvalidArgumentError, Job, JobDataError, commands, validation
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -141,7 +141,9 @@ class QlessBackend(BaseTaskBackend):
         ))
         # qless stamps the put in whole seconds; get_result reads that same time back.
         object.__setattr__(result, "enqueued_at", as_datetime(math.floor(now)))
-        task_enqueued.send(type(self), task_result=result)
+        # Sent robustly, as django_qless sends its own signals: the job is in Redis already,
+        # so a failing receiver must not make the caller believe the enqueue failed.
+        signals.send(task_enqueued, type(self), task_result=result)
 
     # Results
 

@@ -70,12 +70,8 @@ def path_from_traceback(text: str) -> str | None:
 def _from_entry(entry: HistoryEntry) -> TaskError:
     """A `TaskError` from a `task-error` history entry."""
     traceback = str(entry.extra.get("traceback", ""))
-    path = entry.extra.get("exception_class_path")
-    return TaskError(
-        exception_class_path=str(path) if path else (path_from_traceback(traceback) or
-                                                     UNKNOWN_PATH),
-        traceback=traceback,
-    )
+    path = entry.extra.get("exception_class_path") or path_from_traceback(traceback)
+    return TaskError(exception_class_path=str(path or UNKNOWN_PATH), traceback=traceback)
 
 
 def _from_failure(failure: Failure) -> TaskError:

@@ -20,8 +20,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from ..core import validation
-from ..core.exceptions import InvalidArgumentError
+from ..core import InvalidArgumentError, validation
 
 #: Default `RESULT_MAX_BYTES`: return values are kept in Redis as long as completed jobs are.
 DEFAULT_RESULT_MAX_BYTES = 64 * 1024

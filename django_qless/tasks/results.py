@@ -51,7 +51,7 @@ def build_result(job: Job, task: Task[Any, Any], backend: str) -> TaskResult[Any
     status = STATUS_BY_STATE.get(job.state, TaskResultStatus.READY)
     popped = [entry for entry in job.history if entry.what == "popped"]
     result: TaskResult[Any] = TaskResult(
-        task=_as_enqueued(task, job, marker),
+        task=_as_enqueued(task, job, marker, backend),
         id=job.jid,
         status=status,
         enqueued_at=_first(e.when for e in job.history if e.what == "put"),
@@ -70,11 +70,16 @@ def build_result(job: Job, task: Task[Any, Any], backend: str) -> TaskResult[Any
     return result
 
 
-def _as_enqueued(task: Task[Any, Any], job: Job, marker: Mapping[str, Any]) -> Task[Any, Any]:
-    """The task with the queue, priority and run_after the job was put with, where valid."""
+def _as_enqueued(
+    task: Task[Any, Any], job: Job, marker: Mapping[str, Any], backend: str
+) -> Task[Any, Any]:
+    """The task with the backend, queue, priority and run_after of its job, where valid."""
+    # A completed job has no queue any more; its last `put` names the queue it ran in.
+    puts = [entry.queue for entry in job.history if entry.what == "put" and entry.queue]
     try:
         return task.using(
-            queue_name=job.queue_name or None,
+            backend=backend,
+            queue_name=job.queue_name or (puts[-1] if puts else None),
             priority=int(job.priority),
             run_after=run_after_of(marker),
         )

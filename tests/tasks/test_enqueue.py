@@ -144,3 +144,17 @@ def test_backend_is_built_from_tasks_settings() -> None:
     assert isinstance(backend, QlessBackend)
     assert backend.supports_defer and backend.supports_async_task
     assert backend.supports_get_result and backend.supports_priority
+
+
+def test_a_failing_task_enqueued_receiver_does_not_fail_the_enqueue(
+    tasks: Any, qless: Client
+) -> None:
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    task_enqueued.connect(broken)
+    try:
+        result = tasks.add.enqueue(1, 2)
+    finally:
+        task_enqueued.disconnect(broken)
+    assert qless.get_job(result.id) is not None

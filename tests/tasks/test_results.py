@@ -244,3 +244,21 @@ def test_aget_result_works_inside_an_event_loop(tasks: Any) -> None:
         return result
 
     assert asyncio.run(main()).args == [1, 2]
+
+
+def test_a_completed_task_keeps_the_queue_it_ran_in(
+    tasks: Any, worker: Client, worker_clock: FakeClock
+) -> None:
+    enqueued = tasks.add.using(queue_name="other", priority=9).enqueue(1, 2)
+    job = pop(worker, worker_clock, "other")
+    job.complete(with_result(job.data, 3, 1000))
+    result = tasks.add.get_result(enqueued.id)
+    assert (result.task.queue_name, result.task.priority, result.return_value) == ("other", 9, 3)
+
+
+def test_a_task_enqueued_through_another_qless_backend_names_it(tasks: Any) -> None:
+    enqueued = tasks.add.using(backend="open", queue_name="anywhere").enqueue(1, 2)
+    result = task_backends["open"].get_result(enqueued.id)
+    assert (result.backend, result.task.backend, result.task.queue_name) == (
+        "open", "open", "anywhere",
+    )
