@@ -23,7 +23,7 @@ from django.db import transaction
 from . import signals
 from .conf import QlessSettings, get_settings
 from .connection import alias_for_queue, get_client
-from .core import validation
+from .core import commands, validation
 from .exceptions import (
     BadPayloadError,
     InvalidJobError,
@@ -195,17 +195,11 @@ class JobDefinition(Generic[P, R]):
     def _put(self, submission: Submission) -> None:
         """Write the job to Redis, then announce it."""
         client = get_client(submission.connection)
-        client.queue(submission.queue).put_args(
-            "put",
-            submission.klass,
-            submission.encoded,
-            jid=submission.jid,
-            delay=submission.delay,
-            priority=submission.priority,
-            tags=list(submission.tags),
-            retries=submission.retries,
-            depends=list(submission.depends),
-        )
+        client.put(commands.put(
+            client.worker_name, submission.queue, submission.jid, submission.klass,
+            submission.encoded, submission.delay, priority=submission.priority,
+            tags=submission.tags, retries=submission.retries, depends=submission.depends,
+        ))
         if submission.tracked:
             # qless has no tracked flag on put: tracking is a second, separate command.
             client.track(submission.jid)
