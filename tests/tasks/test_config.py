@@ -92,3 +92,8 @@ def test_check_reports_an_unknown_connection(qless_settings: dict[str, Any]) -> 
     assert list(backend().check()) == []
     [error] = backend(OPTIONS={"CONNECTION": "nope"}).check()
     assert error.id == "django_qless.E030" and "'nope'" in error.msg
+
+
+def test_check_leaves_a_broken_qless_setting_to_django_qless_s_own_checks(settings: Any) -> None:
+    settings.QLESS = {"CONNECTIONS": "not a dict"}
+    assert list(backend(OPTIONS={"CONNECTION": "nope"}).check()) == []
