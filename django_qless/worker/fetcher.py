@@ -76,7 +76,7 @@ class Fetcher:
         if outcome is Outcome.SUCCEEDED:
             self._complete(job, duration)
         else:
-            self.outcomes[outcome.value] += 1
+            self._count(outcome)
         # The job's own run time: a slow link to Redis must not turn popping ahead off.
         self.durations.observe(duration)
         self.jobs_run += 1
