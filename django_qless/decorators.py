@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
+from .definitions import JobDefinition, seconds
 from .exceptions import InvalidJobError
-from .jobs import JobDefinition, seconds
 from .registry import registry
 from .retry import RetryPolicy
 from .schedules import Every, Schedule

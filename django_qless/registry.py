@@ -10,7 +10,7 @@ from django.utils.module_loading import autodiscover_modules
 from .exceptions import DuplicateJobError, UnknownJobError
 
 if TYPE_CHECKING:
-    from .jobs import JobDefinition
+    from .definitions import JobDefinition
 
 #: Module imported from every installed app so its jobs register in every process.
 JOBS_MODULE = "qless_jobs"

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..conf import Problem, QlessSettings, get_settings
 from ..core import validation
+from ..definitions import JobDefinition
 from ..exceptions import QlessError
-from ..jobs import JobDefinition
 from ..registry import Registry, registry
 from ..schedules import (
     DEFAULT_BACKLOG,

@@ -24,7 +24,7 @@ from .monitor import Monitor
 from .report import Outcome, Reporter, hand_back
 
 if TYPE_CHECKING:
-    from ..jobs import JobDefinition
+    from ..definitions import JobDefinition
     from .options import WorkerOptions
 
     Definition = JobDefinition[Any, Any]

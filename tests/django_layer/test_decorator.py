@@ -11,8 +11,8 @@ import pytest
 
 from django_qless import qless_job
 from django_qless.core import Job
+from django_qless.definitions import JobDefinition
 from django_qless.exceptions import DuplicateJobError, InvalidJobError, UnknownJobError
-from django_qless.jobs import JobDefinition
 from django_qless.registry import autodiscover, registry
 from django_qless.retry import RetryPolicy
 from tests.testapp import qless_jobs

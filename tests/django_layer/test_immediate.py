@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from django_qless.core import JobDataError
-from django_qless.jobs import ImmediateJob
+from django_qless.definitions import ImmediateJob
 from tests.testapp import qless_jobs
 from tests.testapp.qless_jobs import add, echo, explode, send_welcome
 
