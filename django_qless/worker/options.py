@@ -6,28 +6,18 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..conf import Strategy, WorkerSettings, get_settings, worker_default
+from ..conf import WorkerSettings, get_settings, worker_default
 
 
 @dataclass(frozen=True)
-class WorkerOptions:
-    """Everything a `Worker` needs to know besides its Redis connection."""
+class WorkerOptions(WorkerSettings):
+    """Everything a `Worker` needs to know besides its Redis connection.
 
-    queues: tuple[str, ...]
-    strategy: Strategy = worker_default("strategy")
-    processes: int = worker_default("processes")
+    The fields `QLESS['WORKER']` can set come from `WorkerSettings`; these add the ones
+    only the command line or the caller sets.
+    """
+
     burst: bool = worker_default("burst")
-    max_jobs: int | None = worker_default("max_jobs")
-    max_memory_mb: int | None = worker_default("max_memory_mb")
-    #: Default per-job time limit in seconds; a job's own `time_limit` wins.
-    time_limit: float | None = worker_default("time_limit")
-    shutdown_timeout: float = worker_default("shutdown_timeout")
-    #: Longest idle sleep between two pop rounds when no event or due time wakes the worker.
-    poll_interval: float = worker_default("poll_interval")
-    #: Jobs popped ahead of the running one while recent jobs are short (0: never).
-    prefetch: int = worker_default("prefetch")
-    #: Seconds between lease renewals of a running job; None = a third of the lease.
-    heartbeat_interval: float | None = worker_default("heartbeat_interval")
     #: Exact worker name (unique per process: leave None for `host-pid-random`).
     name: str | None = worker_default("name")
     #: Sleep a random 0..startup_delay seconds before the first pop (spreads restarts).
