@@ -20,8 +20,10 @@ from django_qless.core import (
     JobStateError,
     LockLostError,
     QlessError,
+    QueueFullError,
     ScriptArgumentError,
     ScriptError,
+    replies,
 )
 from django_qless.core import script as script_module
 from tests.redis_harness import RedisServer
@@ -144,23 +146,23 @@ SHA = "a" * 40
     ids=["redis7", "redis6", "redis6-no-position", "redis7-no-position"],
 )
 def test_clean_message_strips_every_redis_wrapping(raw: str) -> None:
-    assert script_module.clean_message(raw) == "Complete(): Job j is not currently running: waiting"
-    assert script_module.is_script_error(redis.ResponseError(raw))
+    assert replies.clean_message(raw) == "Complete(): Job j is not currently running: waiting"
+    assert replies.is_script_error(redis.ResponseError(raw))
 
 
 def test_plain_redis_errors_are_not_script_errors() -> None:
-    assert not script_module.is_script_error(redis.ResponseError("WRONGTYPE Operation against"))
+    assert not replies.is_script_error(redis.ResponseError("WRONGTYPE Operation against"))
 
 
 def test_unknown_messages_fall_back_to_script_error() -> None:
-    assert script_module.classify("put", "something nobody expected") is ScriptError
+    assert replies.classify("put", "something nobody expected") is ScriptError
 
 
 def test_lock_lost_texts_only_mean_lock_lost_for_lock_commands() -> None:
     message = "Foo(): Job j is not currently running: waiting"
     for command in ("complete", "fail", "retry", "heartbeat"):
-        assert script_module.classify(command, message) is LockLostError
-    assert script_module.classify("priority", message) is not LockLostError
+        assert replies.classify(command, message) is LockLostError
+    assert replies.classify("priority", message) is not LockLostError
 
 
 def test_non_script_response_errors_propagate(client: Client, redis_client: redis.Redis) -> None:
@@ -169,9 +171,12 @@ def test_non_script_response_errors_propagate(client: Client, redis_client: redi
     redis_client.config_set("maxmemory", 1)
     try:
         with pytest.raises(redis.exceptions.OutOfMemoryError) as info:
-            client.call("put", client.worker_name, "q", "j", "k", "{}", 0)
-        # The script layer passes it on as is (Queue.put types it as QueueFullError).
+            client.call("pop", "q", client.worker_name, 1)
+        # Redis refusing a command that adds no job is passed on as it is...
         assert not isinstance(info.value, QlessError)
+        # ...while a refused put is typed by the one reply decoder, on every path.
+        with pytest.raises(QueueFullError):
+            client.call("put", client.worker_name, "q", "j", "k", "{}", 0)
     finally:
         redis_client.config_set("maxmemory", 0)
 
