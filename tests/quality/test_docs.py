@@ -3,6 +3,7 @@ real content, and names the options, settings, signals and checks the code defin
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -32,6 +33,10 @@ REQUIRED = {
     "Redis requirements": "redis.md",
     "performance figures": "performance.md",
     "troubleshooting": "troubleshooting.md",
+    "Django Tasks (setup, states, results, moving from other backends)": "tasks.md",
+    "security and platforms": "security.md",
+    "coming from Celery, RQ or huey": "migrating.md",
+    "versioning and deprecation": "versioning.md",
 }
 #: Prose words (outside code blocks) a page needs to count as more than a stub.
 MIN_WORDS = 300
@@ -47,7 +52,29 @@ MUST_MENTION = {
     "admin.md": ["images/admin-overview.png", "images/admin-job-failed.png"],
     "compatibility.md": ["qless-py", "qless.lua", "script_text()"],
     "performance.md": ["bench/"],
+    "tasks.md": ["django_qless.tasks.QlessBackend", "django-qless[tasks]", "INSTALLED_APPS",
+                 "aenqueue", "run_after", "TaskResultDoesNotExist", "jobs-history-count",
+                 "takes_context", "attempt", "task_enqueued", "task_started", "task_finished",
+                 "django-tasks-db", "django-tasks-rq", "@shared_task"],
+    "security.md": ["EVALSHA", "SCRIPT LOAD", "PUBLISH", "SUBSCRIBE", "INFO", "TIME",
+                    "rediss://", "MASKED_DATA_KEYS", "jobs-history", "pickle", "fork",
+                    "SIGALRM", "Windows", "installed app"],
+    "migrating.md": ["Celery", "RQ", "huey", "acks_late", "max-concurrency", "depends",
+                     "recur=", "Flower"],
+    "versioning.md": ["semantic versioning", "DeprecationWarning", "public API",
+                      "at least one minor release", "qless-core"],
 }
+#: API reference page -> the module whose `__all__` it must render, and the modules the
+#: names are documented under (a re-exported name is documented where it is defined).
+REFERENCE = {
+    "django_qless.html": ("django_qless", ["django_qless"]),
+    "tasks.html": ("django_qless.tasks", ["django_qless.tasks"]),
+    "exceptions.html": ("django_qless.exceptions",
+                        ["django_qless.exceptions", "django_qless.core.exceptions"]),
+}
+#: The core client's names the reference documents (the rest of core.__all__ is plumbing).
+CORE_REFERENCE = ["Client", "Queue", "Job", "RecurringJob", "Config", "Workers", "Event",
+                  "EventListener"]
 
 
 def prose_words(markdown: str) -> int:
@@ -74,6 +101,22 @@ def test_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     for name in REQUIRED.values():
         assert (site / name.replace(".md", ".html")).is_file(), name
     assert (site / "images" / "admin-overview.png").is_file()
+    assert (site / "changelog.html").is_file()
+    check_reference(site / "reference")
+
+
+def check_reference(built: Path) -> None:
+    """Every public name has its own anchor in the generated API reference."""
+    for html, (module_name, homes) in REFERENCE.items():
+        text = (built / html).read_text(encoding="utf-8")
+        module = importlib.import_module(module_name)
+        names = [name for name in module.__all__ if not name.startswith("__")]
+        missing = [name for name in names
+                   if not any(f'id="{home}.{name}"' in text for home in homes)]
+        assert not missing, f"reference/{html} lacks {missing}"
+    core = (built / "core.html").read_text(encoding="utf-8")
+    assert not [n for n in CORE_REFERENCE if f'id="django_qless.core.{n}"' not in core]
+    assert 'id="django_qless.core.commands.put"' in core
 
 
 @pytest.mark.parametrize("topic", sorted(REQUIRED))
@@ -210,3 +253,26 @@ BASE_DESTS = {
     "help", "version", "verbosity", "settings", "pythonpath", "traceback", "no_color",
     "force_color", "skip_checks",
 }
+
+
+def test_every_tasks_option_is_documented_and_none_is_invented() -> None:
+    from django_qless.tasks.options import _KEYS
+
+    text = page("tasks.md")
+    rows = set(re.findall(r"^\| `([A-Z_]+)` \|", text, flags=re.M))
+    assert rows == set(_KEYS), f"tasks.md OPTIONS rows {sorted(rows)} != {sorted(_KEYS)}"
+
+
+def test_tasks_state_table_matches_the_backend() -> None:
+    from django_qless.tasks import STATUS_BY_STATE
+
+    rows = dict(re.findall(r"^\| `([a-z]+)` \| `([A-Z]+)` \|", page("tasks.md"), flags=re.M))
+    assert rows == {state: str(status) for state, status in STATUS_BY_STATE.items()}
+
+
+def test_changelog_has_an_unreleased_section() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changelog")
+    assert "## [Unreleased]" in text
+    for heading in ("### Added", "### Changed", "### Removed"):
+        assert heading in text, heading
