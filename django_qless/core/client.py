@@ -98,8 +98,12 @@ class Client:
         return check.encode_data(data, self.max_payload_bytes)
 
     def queue(self, name: str) -> Queue:
-        """A queue by name (any existing name reads; writes need a valid queue name)."""
+        """A queue by name (refused unless it is a valid queue name)."""
         return Queue(self, name)
+
+    def existing_queue(self, name: str) -> Queue:
+        """A queue by a name found in Redis, valid or not (any qless client may have chosen it)."""
+        return Queue(self, name, existing=True)
 
     def queues(self) -> list[QueueCounts]:
         """Counts of every known queue, in the order they were first seen."""

@@ -59,7 +59,7 @@ class Job:
     @property
     def queue(self) -> Queue:
         """The job's queue (raises `InvalidArgumentError` for a completed job, which has none)."""
-        return self.client.queue(self.queue_name)
+        return self.client.existing_queue(self.queue_name)
 
     @property
     def ttl(self) -> float:

@@ -22,11 +22,11 @@ JOB_STATES = ("running", "stalled", "scheduled", "depends", "recurring")
 class Queue:
     """One queue, by name (queues exist implicitly once something is put into them)."""
 
-    def __init__(self, client: Client, name: str) -> None:
+    def __init__(self, client: Client, name: str, *, existing: bool = False) -> None:
         self.client = client
-        # Lenient here so any queue another client made can be read; writes that name a
-        # queue (put, recur, requeue) check it strictly.
-        self.name = check.existing_name(name, "queue name")
+        # `existing`: a name read back from Redis, which another client may have chosen; it
+        # can be read, while writes that name a queue (put, recur) still check it strictly.
+        self.name = check.existing_name(name, "queue name") if existing else check.queue_name(name)
 
     def __repr__(self) -> str:
         return f"<Queue {self.name}>"

@@ -50,7 +50,7 @@ class Templates:
         for counts in self.client.queues():
             offset = 0
             while True:
-                page = self.client.queue(counts.name).jobs("recurring", offset, PAGE)
+                page = self.client.existing_queue(counts.name).jobs("recurring", offset, PAGE)
                 found += page
                 if len(page) < PAGE:
                     break

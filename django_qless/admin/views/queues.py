@@ -28,11 +28,11 @@ def queue_list(ctx: PageContext) -> HttpResponse:
 
 def queue_page(ctx: PageContext, name: str) -> HttpResponse:
     """One queue: counts, today's failures, settings, and the selected tab."""
-    counts = ctx.client.queue(name).counts()
+    counts = ctx.client.existing_queue(name).counts()
     tab = ctx.request.GET.get("tab", "stats")
     tab = tab if tab in TABS else "stats"
     day = stats_day(ctx.request.GET.get("date", ""), ctx.client.now())
-    stats = ctx.client.queue(name).stats(day.timestamp())
+    stats = ctx.client.existing_queue(name).stats(day.timestamp())
     context = {
         "queue": counts,
         "tab": tab,
@@ -67,7 +67,7 @@ def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -
         return {"wait": presenters.chart(stats.wait.histogram),
                 "run": presenters.chart(stats.run.histogram)}
     total = tab_count(counts, tab) or 0
-    queue = ctx.client.queue(counts.name)
+    queue = ctx.client.existing_queue(counts.name)
     # Waiting jobs are listed in pop order from the work set; the script pages the others.
     fetch = queue.waiting if tab == "waiting" else partial(queue.jobs, tab)
     page = paginate(ctx.request, fetch, total)

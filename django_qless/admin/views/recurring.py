@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -25,9 +26,8 @@ def recurring_list(ctx: PageContext) -> HttpResponse:
     context: dict[str, Any] = {"queues": queues, "selected": selected, "page": None}
     if selected in names:
         total = next(q.recurring for q in queues if q.name == selected)
-        page = paginate(
-            ctx.request, lambda o, c: ctx.client.queue(selected).jobs("recurring", o, c), total
-        )
+        queue = ctx.client.existing_queue(selected)
+        page = paginate(ctx.request, partial(queue.jobs, "recurring"), total)
         context["page"] = page.map(lambda jids: recurring_rows(ctx, jids))
     return ctx.render(
         "recurring_list.html", context, title="Recurring jobs", section="recurring_list"
