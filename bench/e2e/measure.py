@@ -28,6 +28,8 @@ STALL = 60.0
 #: ...or when a scenario runs slower than this many jobs/s overall (a worker stuck in an
 #: error loop still moves the count now and then). The slowest system here does ~100/s.
 FLOOR_RATE = 20.0
+#: Every scenario, in the order `Bench.run` takes them by default.
+SCENARIOS = ("drain", "live_and_latency")
 
 
 class BenchError(RuntimeError):
@@ -68,17 +70,23 @@ class Bench:
 
     # Scenarios.
 
-    def run(self, result: Result) -> None:
-        """All scenarios; a failing one is recorded and the next still runs."""
-        for step in (self.drain, self.live_and_latency):
+    def run(self, result: Result, scenarios: tuple[str, ...] = SCENARIOS) -> None:
+        """The named scenarios; a failing one is recorded and the next still runs."""
+        for name in scenarios:
             try:
-                step(result)
+                getattr(self, name)(result)
             except BenchError as exc:
-                result.errors.append(f"{step.__name__}: {exc}")
+                result.errors.append(f"{name}: {exc}")
+
+    def clear(self) -> None:
+        """Empty the system's Redis database, and its own store where it has one."""
+        self.redis.flushdb()
+        if self.system.reset is not None:
+            self.system.reset(self.system, self.env)
 
     def drain(self, result: Result) -> None:
         """Pre-fill the queue, then time a worker (burst where it has one) until all ran."""
-        self.redis.flushdb()
+        self.clear()
         result.put_rate = self.put(self.jobs)
         if self.count() != 0:
             raise BenchError("jobs ran before any worker started")
@@ -106,7 +114,7 @@ class Bench:
 
     def live_and_latency(self, result: Result) -> None:
         """Idle worker: time a producer putting while it drains, then pickup latency."""
-        self.redis.flushdb()
+        self.clear()
         worker = self.spawn_worker(burst=False, tag="live")
         try:
             self.put(1)  # proves the worker is up and has taken a job
@@ -138,7 +146,7 @@ class Bench:
 
     def spawn_driver(self, *args: str) -> subprocess.Popen[str]:
         """Start the driver (in the system's interpreter) without waiting."""
-        argv = [self.system.python, str(APPS / "driver.py"), self.system.name, *args]
+        argv = [self.system.python, str(APPS / "driver.py"), self.system.driver_module, *args]
         return subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .measure import Result, median, percentile
@@ -52,20 +53,30 @@ def summarise(system: str, label: str, results: list[Result]) -> Summary:
     )
 
 
-def _num(value: float | None, digits: int = 0) -> str:
+def number(value: float | None, digits: int = 0) -> str:
+    """A figure with thousands separators, "-" when not measured."""
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def table(rows: list[Summary]) -> str:
+#: A column of the table: its header and how a row's cell is written.
+Column = tuple[str, Callable[[Summary], str]]
+
+WORKER_COLUMNS: tuple[Column, ...] = (
+    ("put/s", lambda row: number(row.put_rate)),
+    ("drain/s", lambda row: number(row.drain_rate)),
+    ("drain+start/s", lambda row: number(row.drain_wall_rate)),
+    ("put-while-draining/s", lambda row: number(row.live_rate)),
+    ("p50 ms", lambda row: number(row.p50_ms, 2)),
+    ("p99 ms", lambda row: number(row.p99_ms, 2)),
+    ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms)),
+    ("redis", lambda row: micros(row.redis_cpu_ms)),
+)
+
+
+def table(rows: list[Summary], columns: tuple[Column, ...] = WORKER_COLUMNS) -> str:
     """The figures, one line per system."""
-    head = ("system", "put/s", "drain/s", "drain+start/s", "put-while-draining/s",
-            "p50 ms", "p99 ms", "CPU µs/job worker", "redis")
-    lines = [head] + [
-        (row.label, _num(row.put_rate), _num(row.drain_rate), _num(row.drain_wall_rate),
-         _num(row.live_rate), _num(row.p50_ms, 2), _num(row.p99_ms, 2),
-         _us(row.worker_cpu_ms), _us(row.redis_cpu_ms))
-        for row in rows
-    ]
+    head = ("system", *(name for name, _ in columns))
+    lines = [head] + [(row.label, *(cell(row) for _, cell in columns)) for row in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for n, line in enumerate(lines):
@@ -77,7 +88,8 @@ def table(rows: list[Summary]) -> str:
     return "\n".join(out)
 
 
-def _us(milliseconds: float | None) -> str:
+def micros(milliseconds: float | None) -> str:
+    """Milliseconds written as whole microseconds, "-" when not measured."""
     return "-" if milliseconds is None else f"{milliseconds * 1000:,.0f}"
 
 
@@ -87,20 +99,24 @@ def _ratio(ours: float | None, theirs: float | None) -> float | None:
     return ours / theirs
 
 
-def ratios(rows: list[Summary]) -> str:
-    """django_qless divided by each other system, per throughput scenario."""
-    ours = next((row for row in rows if row.system == "qless"), None)
+#: The throughput figures compared, by their name in the ratio lines.
+WORKER_FIGURES = (("drain", "drain_rate"), ("drain+start", "drain_wall_rate"),
+                  ("put-while-draining", "live_rate"))
+
+
+def ratios(rows: list[Summary], ours_name: str = "qless",
+           figures: tuple[tuple[str, str], ...] = WORKER_FIGURES) -> str:
+    """django_qless divided by each other system, per throughput figure."""
+    ours = next((row for row in rows if row.system == ours_name), None)
     if ours is None or len(rows) < 2:
         return ""
     lines = ["django_qless / other (throughput; > 1 means django_qless is faster):"]
     for row in rows:
         if row is ours:
             continue
-        drain = _ratio(ours.drain_rate, row.drain_rate)
-        wall = _ratio(ours.drain_wall_rate, row.drain_wall_rate)
-        live = _ratio(ours.live_rate, row.live_rate)
-        lines.append(f"  vs {row.label}: drain {_x(drain)}, drain+start {_x(wall)}, "
-                     f"put-while-draining {_x(live)}")
+        compared = (f"{name} {_x(_ratio(getattr(ours, attr), getattr(row, attr)))}"
+                    for name, attr in figures)
+        lines.append(f"  vs {row.label}: {', '.join(compared)}")
     return "\n".join(lines)
 
 
@@ -108,21 +124,31 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def verdict(rows: list[Summary]) -> list[tuple[str, bool | None]]:
-    """Each target with PASS (True), FAIL (False) or not measured (None)."""
+def drain_checks(rows: list[Summary], ours_name: str,
+                 minimums: tuple[tuple[str, float], ...]) -> list[tuple[str, bool | None]]:
+    """Our drain rate against each named system's, times its minimum ratio."""
     by_name = {row.system: row for row in rows}
-    ours = by_name.get("qless")
+    ours = by_name.get(ours_name)
     if ours is None:
         return []
     checks: list[tuple[str, bool | None]] = []
-    for name, minimum in (("huey", MIN_VS_HUEY), ("rq", MIN_VS_RQ)):
+    for name, minimum in minimums:
         other = by_name.get(name)
         ratio = _ratio(ours.drain_rate, other.drain_rate) if other else None
         checks.append((f"drain >= {minimum:.1f}x {name} ({_x(ratio)})",
                        None if ratio is None else ratio >= minimum))
-    checks.append((f"idle pickup p50 <= {MAX_P50_MS:g} ms ({_num(ours.p50_ms, 2)} ms)",
+    return checks
+
+
+def verdict(rows: list[Summary]) -> list[tuple[str, bool | None]]:
+    """Each worker target with PASS (True), FAIL (False) or not measured (None)."""
+    ours = next((row for row in rows if row.system == "qless"), None)
+    if ours is None:
+        return []
+    checks = drain_checks(rows, "qless", (("huey", MIN_VS_HUEY), ("rq", MIN_VS_RQ)))
+    checks.append((f"idle pickup p50 <= {MAX_P50_MS:g} ms ({number(ours.p50_ms, 2)} ms)",
                    None if ours.p50_ms is None else ours.p50_ms <= MAX_P50_MS))
-    checks.append((f"idle pickup p99 <= {MAX_P99_MS:g} ms ({_num(ours.p99_ms, 2)} ms)",
+    checks.append((f"idle pickup p99 <= {MAX_P99_MS:g} ms ({number(ours.p99_ms, 2)} ms)",
                    None if ours.p99_ms is None else ours.p99_ms <= MAX_P99_MS))
     return checks
 

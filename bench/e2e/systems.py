@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 BENCH = Path(__file__).resolve().parent.parent
 ROOT = BENCH.parent
@@ -19,6 +20,13 @@ VENV = CACHE / "venv"
 #: Distributions whose versions the report prints, per interpreter.
 OUR_PACKAGES = ("django_qless", "Django", "redis", "hiredis")
 COMPETITOR_PACKAGES = ("rq", "huey", "celery", "kombu", "dramatiq", "redis", "hiredis")
+
+
+class Reset(Protocol):
+    """Empties a system's own store before a scenario (beyond its Redis database)."""
+
+    def __call__(self, system: System, env: dict[str, str]) -> None:
+        """Leave the system with no jobs, whatever the last scenario left."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,17 @@ class System:
     #: argv of the worker for (url, burst); burst is only asked for when `has_burst`.
     worker: Callable[[str, bool], list[str]]
     has_burst: bool = False
+    #: Django settings of the worker and the driver (the Django-based systems read them).
+    settings: str = "qless_bench.settings"
+    #: Module beside driver.py with put_noop()/put_latency(); `sys_<name>` when empty.
+    driver: str = ""
+    #: Called before every scenario, after the Redis database is flushed.
+    reset: Reset | None = None
+
+    @property
+    def driver_module(self) -> str:
+        """The module the driver imports to put this system's jobs."""
+        return self.driver or f"sys_{self.name}"
 
     def env(self, url: str) -> dict[str, str]:
         """Environment of this system's worker and driver processes."""
@@ -40,18 +59,19 @@ class System:
         env.update(
             BENCH_REDIS_URL=url,
             PYTHONPATH=os.pathsep.join([str(APPS), str(ROOT)]),
-            DJANGO_SETTINGS_MODULE="qless_bench.settings",
+            DJANGO_SETTINGS_MODULE=self.settings,
             PYTHONUNBUFFERED="1",
         )
         return env
 
 
-def venv_bin(name: str) -> str:
-    """A console script (or the interpreter) of the competitors' virtualenv."""
-    return str(VENV / "bin" / name)
+def venv_bin(name: str, venv: Path = VENV) -> str:
+    """A console script (or the interpreter) of a competitors' virtualenv."""
+    return str(venv / "bin" / name)
 
 
-def _qless(url: str, burst: bool) -> list[str]:
+def qless_worker(url: str, burst: bool) -> list[str]:
+    """`qless_worker` on the bench queue, 2 processes, in the project's environment."""
     argv = [sys.executable, "-m", "django", "qless_worker", "bench", "--processes", "2",
             "--verbosity", "0"]
     return [*argv, "--burst"] if burst else argv
@@ -79,7 +99,8 @@ def _dramatiq(url: str, burst: bool) -> list[str]:
 SYSTEMS: dict[str, System] = {
     system.name: system
     for system in (
-        System("qless", "django_qless (2 processes)", 1, sys.executable, _qless, has_burst=True),
+        System("qless", "django_qless (2 processes)", 1, sys.executable, qless_worker,
+               has_burst=True),
         System("rq", "RQ SimpleWorker (1 process)", 2, venv_bin("python"), _rq, has_burst=True),
         System("huey", "huey RedisHuey (2 threads)", 3, venv_bin("python"), _huey),
         System("celery", "Celery prefork (concurrency 2)", 4, venv_bin("python"), _celery),
@@ -89,16 +110,16 @@ SYSTEMS: dict[str, System] = {
 }
 
 
-def ensure_venv() -> None:
-    """Create the competitors' virtualenv and install the pinned packages when missing."""
-    marker = VENV / ".requirements"
-    wanted = REQUIREMENTS.read_text(encoding="utf-8")
+def ensure_venv(requirements: Path = REQUIREMENTS, venv: Path = VENV) -> None:
+    """Create a competitors' virtualenv and install its pinned packages when missing."""
+    marker = venv / ".requirements"
+    wanted = requirements.read_text(encoding="utf-8")
     if marker.exists() and marker.read_text(encoding="utf-8") == wanted:
         return
-    print(f"installing the competitors into {VENV} (once)", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([venv_bin("python"), "-m", "pip", "install", "--quiet", "-r",
-                    str(REQUIREMENTS)], check=True)
+    print(f"installing the competitors into {venv} (once)", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([venv_bin("python", venv), "-m", "pip", "install", "--quiet", "-r",
+                    str(requirements)], check=True)
     marker.write_text(wanted, encoding="utf-8")
 
 

@@ -1,9 +1,9 @@
 """Put jobs into one system with its ordinary enqueue call; run as a subprocess by the bench.
 
-    python driver.py SYSTEM put N                 # N no-op jobs, one call each
-    python driver.py SYSTEM latency N SPACING     # N latency jobs, SPACING seconds apart
+    python driver.py MODULE put N                 # N no-op jobs, one call each
+    python driver.py MODULE latency N SPACING     # N latency jobs, SPACING seconds apart
 
-SYSTEM names a module `sys_<SYSTEM>` beside this file with `put_noop()` and
+MODULE names a module beside this file (`sys_<system>`) with `put_noop()` and
 `put_latency(put_at)`. Prints one JSON line: {"jobs": N, "started": epoch seconds of the
 first put, "seconds": elapsed}, so the bench can leave the interpreter's start-up out.
 """
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 
-def load(system: str) -> Any:
-    """The system's module (imports its queue library, and Django for qless)."""
-    return importlib.import_module(f"sys_{system}")
+def load(module: str) -> Any:
+    """The system's module (imports its queue library, and Django where it needs it)."""
+    return importlib.import_module(module)
 
 
 def put(module: Any, count: int) -> float:
@@ -45,12 +45,12 @@ def latency(module: Any, count: int, spacing: float) -> float:
 def main() -> None:
     """Parse the command line and put the jobs."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("system")
+    parser.add_argument("module")
     parser.add_argument("action", choices=("put", "latency"))
     parser.add_argument("count", type=int)
     parser.add_argument("spacing", type=float, nargs="?", default=0.02)
     args = parser.parse_args()
-    module = load(args.system)
+    module = load(args.module)
     started = time.time()
     if args.action == "put":
         elapsed = put(module, args.count)
