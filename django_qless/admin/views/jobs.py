@@ -10,7 +10,8 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 
 from ...core import InvalidArgumentError, Job
-from .. import permissions, presenters
+from .. import permissions, presenters, results
+from ..attempts import attempts_of
 from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
 from ..presenters import TRACKED_STATES, tracked_counts
@@ -57,7 +58,7 @@ def find(ctx: PageContext, query: str) -> str | None:
 
 
 def job_page(ctx: PageContext, jid: str) -> HttpResponse:
-    """One job: fields, data, history timeline, failure, dependencies, actions."""
+    """One job: fields, kind, data, return value, attempts, history, failure, actions."""
     job = ctx.client.get_job(jid)
     if job is None:
         if ctx.client.recurring(jid) is not None:
@@ -67,8 +68,11 @@ def job_page(ctx: PageContext, jid: str) -> HttpResponse:
     context: dict[str, Any] = {
         "job": job,
         "row": presenters.job_row(job, ctx.client.now()),
-        "data": job_data(ctx, job),
+        **job_data(ctx, job),
+        "attempts": attempts_of(job),
         "timeline": presenters.timeline(job.history),
+        # A job waiting for a retry keeps its failure; its attempt row shows it instead.
+        "failure": job.failure if job.state == "failed" else None,
         "failure_when": presenters.when(job.failure.when) if job.failure else None,
         "queue_names": [q.name for q in ctx.client.queues()],
     }
@@ -76,11 +80,16 @@ def job_page(ctx: PageContext, jid: str) -> HttpResponse:
     return ctx.render("job.html", context, title=f"Job {jid}", section="", crumbs=crumbs)
 
 
-def job_data(ctx: PageContext, job: Job) -> str | None:
-    """The job's data for display (masked), or None without the permission to see it."""
-    if not ctx.can(permissions.VIEW_DATA):
-        return None
-    return presenters.pretty_data(job.raw_data)
+def job_data(ctx: PageContext, job: Job) -> dict[str, Any]:
+    """The job's kind, and its data and return value (masked; None without the permission)."""
+    data = results.decoded(job.raw_data)
+    shown = ctx.can(permissions.VIEW_DATA)
+    return {
+        "kind": results.job_kind(job.klass, data),
+        "has_result": data is not None and results.RESULT_KEY in data,
+        "data": presenters.pretty_data(job.raw_data) if shown else None,
+        "result": results.pretty_result(data) if shown else None,
+    }
 
 
 def job_crumbs(ctx: PageContext, job: Job) -> list[tuple[str, str | None]]:

@@ -1,0 +1,101 @@
+"""The job page's kind, return value, attempts and failure box (jobs driven by the core client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.test import Client as HttpClient
+
+from django_qless.admin.attempts import ERROR_EVENT, Outcome
+from django_qless.core import Client, Job
+from tests.admin.conftest import KLASS, logged_in, url
+
+TASK_DATA = {"args": [2], "kwargs": {}, "task": {"backend": "default", "takes_context": False}}
+
+
+def popped(client: Client, queue: str = "jobs") -> Job:
+    """The next job of a queue, leased to the client's worker."""
+    [job] = client.queue(queue).pop()
+    return job
+
+
+def fail_attempt(job: Job, message: str, *, final: bool = False) -> None:
+    """What the worker does when a job raises: record the error, then retry or fail."""
+    job.log(ERROR_EVENT, {"exception_class_path": "builtins.ValueError", "traceback": message})
+    if final:
+        job.fail("jobs-ValueError", message)
+    else:
+        job.retry(group="jobs-ValueError", message=message)
+
+
+def page(client: HttpClient, jid: str) -> tuple[Any, str]:
+    """The job page's response and HTML."""
+    response = client.get(url("job", jid=jid))
+    assert response.status_code == 200
+    return response, response.content.decode()
+
+
+def test_a_task_completed_after_a_retry_shows_both_attempts_and_its_result(
+    qless: Client, operator: HttpClient
+) -> None:
+    jid = qless.queue("jobs").put("app.tasks.double", TASK_DATA)
+    fail_attempt(popped(qless), "Traceback\nValueError: first try")
+    popped(qless).complete({**TASK_DATA, "result": {"doubled": 4, "api_token": "abc"}})
+    response, html = page(operator, jid)
+    first, second = response.context["attempts"]
+    assert (first.outcome, second.outcome) == (Outcome.RETRIED, Outcome.COMPLETED)
+    assert first.worker == second.worker == qless.worker_name
+    assert first.error.exception == "builtins.ValueError"
+    assert "Django task (backend &#x27;default&#x27;)" in html
+    assert "Return value" in html and "&quot;doubled&quot;: 4" in html
+    assert "abc" not in html  # masked like job data
+    assert "ValueError: first try" in html and "<details" in html
+    assert 'class="qless-failure"' not in html
+
+
+def test_a_job_waiting_for_a_retry_shows_its_error_in_the_attempt_not_a_red_box(
+    qless: Client, operator: HttpClient
+) -> None:
+    jid = qless.queue("jobs").put(KLASS, {"args": [1, 2], "kwargs": {}})
+    fail_attempt(popped(qless), "Traceback\nValueError: later")
+    response, html = page(operator, jid)
+    [attempt] = response.context["attempts"]
+    assert attempt.outcome is Outcome.RETRIED
+    assert attempt.error.group == "jobs-ValueError"
+    assert 'class="qless-failure"' not in html and "ValueError: later" in html
+    assert "@qless_job function" in html and "Return value" not in html
+
+
+def test_a_failed_job_keeps_its_failure_box_and_lists_every_attempt(
+    qless: Client, operator: HttpClient
+) -> None:
+    jid = qless.queue("jobs").put(KLASS, {"args": [1, 2], "kwargs": {}}, retries=2)
+    for number in (1, 2):
+        fail_attempt(popped(qless), f"Traceback\nValueError: try {number}")
+    fail_attempt(popped(qless), "Traceback\nValueError: try 3", final=True)
+    response, html = page(operator, jid)
+    outcomes = [a.outcome for a in response.context["attempts"]]
+    assert outcomes == [Outcome.RETRIED, Outcome.RETRIED, Outcome.FAILED]
+    assert 'class="qless-failure"' in html
+    assert all(f"ValueError: try {n}" in html for n in (1, 2, 3))
+
+
+def test_the_return_value_needs_the_job_data_permission(
+    qless: Client, make_user: Callable[..., User]
+) -> None:
+    jid = qless.queue("jobs").put(KLASS, {"args": [1, 2], "kwargs": {}})
+    popped(qless).complete({"args": [1, 2], "kwargs": {}, "result": "top secret value"})
+    viewer = logged_in(make_user("viewer", perms=("view_qless",)))
+    response, html = page(viewer, jid)
+    assert response.context["result"] is None and response.context["has_result"]
+    assert "top secret value" not in html and "Return value" in html
+    assert "Hidden: seeing job data" in html
+
+
+def test_a_job_nobody_took_has_no_attempts(qless: Client, operator: HttpClient) -> None:
+    jid = qless.queue("jobs").put("Ruby::Job", {"x": 1})
+    response, html = page(operator, jid)
+    assert response.context["attempts"] == []
+    assert "No worker has taken this job yet." in html and "not a registered job" in html
