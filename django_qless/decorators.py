@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from .definitions import JobDefinition, seconds
 from .exceptions import InvalidJobError
@@ -17,6 +17,24 @@ P = ParamSpec("P")
 R = TypeVar("R")
 #: What `recur=` accepts: a schedule, its timing alone, or several named schedules.
 Recur = Schedule | Every | timedelta | float | Sequence[Schedule] | None
+
+
+class Decorator(Protocol):
+    """What `@qless_job(...)` returns: an `async def` function's value is its awaited one."""
+
+    @overload
+    def __call__(self, func: Callable[P, Coroutine[Any, Any, R]], /) -> JobDefinition[P, R]:
+        ...
+
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> JobDefinition[P, R]: ...
+
+    def __call__(self, func: Callable[..., Any], /) -> JobDefinition[Any, Any]:
+        """Register `func`."""
+
+
+@overload
+def qless_job(func: Callable[P, Coroutine[Any, Any, R]], /) -> JobDefinition[P, R]: ...
 
 
 @overload
@@ -41,7 +59,8 @@ def qless_job(
     connection: str | None = None,
     on_commit: bool | None = None,
     recur: Recur = None,
-) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
+    store_result: bool | None = None,
+) -> Decorator: ...
 
 
 @overload
@@ -62,6 +81,7 @@ def qless_job(
     connection: str | None = None,
     on_commit: bool | None = None,
     recur: Recur = None,
+    store_result: bool | None = None,
 ) -> Callable[[Callable[Concatenate[Any, P], R]], JobDefinition[P, R]]: ...
 
 
@@ -70,6 +90,9 @@ def qless_job(func: Callable[..., Any] | None = None, /, **options: Any) -> Any:
 
     The klass name defaults to `module.qualname`. With `takes_job=True` the function's
     first parameter, `job`, receives the running job and is not passed to `.enqueue()`.
+    An `async def` function is awaited (on the worker's event loop in a worker).
+    `store_result=True` keeps the return value for `.result(jid)` (None: the
+    `QLESS['STORE_RESULTS']` setting).
     `recur=` declares recurring schedules that `manage.py qless_recur` writes to Redis.
     """
     if func is not None:
@@ -108,5 +131,3 @@ def check_function(func: object) -> None:
             f"@qless_job cannot register nested function {func.__qualname__!r}: "
             "define it at module level so every worker process can find it"
         )
-    if inspect.iscoroutinefunction(func):
-        raise InvalidJobError(f"{func.__qualname__} is async: job functions must be synchronous")

@@ -1,8 +1,9 @@
 """`JobDefinition`: a registered job function with its defaults, enqueue and execute paths.
 
 Job data is qless's JSON object, `{"args": [...], "kwargs": {...}}`, so other qless clients
-and UIs can read it. Arguments go through JSON in the caller: tuples arrive as lists,
-NaN/Infinity, sets, bytes and non-string keys are refused before anything is written.
+and UIs can read it (with `"result"` added when a job that keeps its value completes).
+Arguments go through JSON in the caller: tuples arrive as lists, NaN/Infinity, sets,
+bytes and non-string keys are refused before anything is written.
 """
 
 from __future__ import annotations
@@ -16,20 +17,32 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, cast
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from . import signals
 from .conf import QlessSettings, get_settings
 from .connection import alias_for_queue, get_client
 from .core import commands, validation
+from .coroutines import invoke
 from .exceptions import (
     BadPayloadError,
     InvalidJobError,
     JobDataError,
     QlessConfigurationError,
     QlessError,
+)
+from .results import (
+    NOTHING,
+    RESULT_KEY,
+    JobResult,
+    JobStatus,
+    ResultDoesNotExist,
+    encode_value,
+    immediate_results,
+    result_of,
 )
 from .retry import RetryPolicy
 from .schedules import Schedule, as_schedules
@@ -94,6 +107,7 @@ class JobDefinition(Generic[P, R]):
     jid: str | None = None
     on_commit: bool | None = None  # None: QLESS["ENQUEUE_ON_COMMIT"]
     db_alias: str | None = None
+    store_result: bool | None = None  # None: QLESS["STORE_RESULTS"]
     #: Schedules from `@qless_job(recur=...)`; `manage.py qless_recur` writes them to Redis.
     recur: tuple[Schedule, ...] = field(default=(), compare=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -145,13 +159,24 @@ class JobDefinition(Generic[P, R]):
             send()
         return submission.jid
 
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """`enqueue` from async code, without blocking the event loop on Redis.
+
+        Thread-sensitive, as Django's own `aenqueue`: the put runs in the thread that owns
+        the database connection, so enqueue-on-commit sees the caller's transaction.
+        """
+        return await sync_to_async(self.enqueue, thread_sensitive=True)(*args, **kwargs)
+
     def call(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run the function now, in this process, with JSON-round-tripped arguments."""
         submission = self.prepare(get_settings(), args, kwargs)
         return self.execute(ImmediateJob.from_submission(submission))
 
     def execute(self, job: JobLike) -> R:
-        """Decode `job.data` and call the function (the worker's path, and immediate mode's)."""
+        """Decode `job.data` and call the function (the worker's path, and immediate mode's).
+
+        An `async def` function is awaited: on the worker's event loop in a worker.
+        """
         args, kwargs = decode_payload(job)
         if self.takes_job:
             args = [job, *args]
@@ -159,7 +184,38 @@ class JobDefinition(Generic[P, R]):
             self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise BadPayloadError(f"job {job.jid} ({self.name}): {exc}") from exc
-        return self.func(*args, **kwargs)
+        return cast(R, invoke(self.func, args, kwargs))
+
+    def result(self, jid: str) -> JobResult:
+        """Status, kept return value and errors of one of this job's jids.
+
+        Immediate mode's results are kept in this process (the newest
+        `results.IMMEDIATE_RESULTS`); others are read from Redis, as long as qless keeps
+        the job. `ResultDoesNotExist` when no job of this klass has that jid.
+        """
+        kept = immediate_results.get(jid)
+        if kept is not None and kept[0] == self.name:
+            return kept[1]
+        settings = get_settings()
+        if not settings.immediate:
+            queue = self.queue or settings.default_queue
+            first = self.connection or alias_for_queue(queue)
+            for alias in dict.fromkeys([first, *settings.connections]):
+                job = get_client(alias).get_job(validation.jid(jid))
+                if job is not None and job.klass == self.name:
+                    return result_of(job)
+        raise ResultDoesNotExist(f"no job {self.name!r} with jid {jid!r}")
+
+    def kept_value(self, value: Any) -> Any:
+        """A return value as stored, or `NOTHING` when this job keeps none.
+
+        Kept with `store_result=True`, or with `QLESS['STORE_RESULTS']` when `store_result`
+        is None; `ResultNotStorableError` when the value is not JSON or is too large.
+        """
+        settings = get_settings()
+        if not (settings.store_results if self.store_result is None else self.store_result):
+            return NOTHING
+        return encode_value(value, settings.result_max_bytes, "QLESS['RESULT_MAX_BYTES']")
 
     def prepare(
         self, settings: QlessSettings, args: Sequence[Any], kwargs: Mapping[str, Any]
@@ -215,12 +271,16 @@ class JobDefinition(Generic[P, R]):
         self._send(signals.job_started, submission, worker=IMMEDIATE_WORKER)
         started = time.monotonic()
         try:
-            self.execute(ImmediateJob.from_submission(submission))
+            kept = self.kept_value(self.execute(ImmediateJob.from_submission(submission)))
         except Exception as exc:
+            immediate_results.failed(self.name, submission.jid, exc)
             self._send(signals.job_failed, submission, worker=IMMEDIATE_WORKER,
                        duration=time.monotonic() - started, exception=exc,
                        group=f"{submission.queue}-{type(exc).__name__}")
             raise
+        immediate_results.keep(self.name, JobResult(
+            submission.jid, JobStatus.SUCCESSFUL, None if kept is NOTHING else kept
+        ))
         self._send(signals.job_completed, submission, worker=IMMEDIATE_WORKER,
                    duration=time.monotonic() - started)
 
@@ -290,7 +350,8 @@ def decode_payload(job: JobLike) -> tuple[list[Any], dict[str, Any]]:
         data = job.data
     except JobDataError as exc:
         raise BadPayloadError(f"job {job.jid}: {exc}") from exc
-    extra = sorted(set(data) - {"args", "kwargs"})
+    # A kept return value is no argument (a completed job may be put again as it is).
+    extra = sorted(set(data) - {"args", "kwargs", RESULT_KEY})
     args = data.get("args", [])
     kwargs = data.get("kwargs", {})
     if extra:
@@ -324,6 +385,8 @@ def normalise(defn: JobDefinition[Any, Any]) -> None:
     for name in ("heartbeat", "time_limit"):
         if getattr(defn, name) is not None:
             put(name, float(validation.positive(getattr(defn, name), name)))
+    if defn.store_result is not None and not isinstance(defn.store_result, bool):
+        raise TypeError("store_result must be True, False or None")
     for name in ("tracked", "takes_job"):
         if not isinstance(getattr(defn, name), bool):
             raise TypeError(f"{name} must be True or False")

@@ -112,6 +112,10 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         heartbeat=heartbeat,
         admin=read_admin(reader, raw.get("ADMIN", {})),
         recurring=MappingProxyType(reader.mapping(raw, "RECURRING", "QLESS")),
+        store_results=reader.boolean(raw, "STORE_RESULTS", "QLESS", DEFAULTS.store_results),
+        result_max_bytes=cast(
+            int, reader.integer(raw, "RESULT_MAX_BYTES", "QLESS", DEFAULTS.result_max_bytes)
+        ),
     )
     return (None if reader.problems else result), tuple(reader.problems)
 

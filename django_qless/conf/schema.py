@@ -16,7 +16,7 @@ DEFAULT_ALIAS = "default"
 TOP_KEYS = (
     "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
     "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
-    "RECURRING", "PUT_MEMORY_LIMIT",
+    "RECURRING", "PUT_MEMORY_LIMIT", "STORE_RESULTS", "RESULT_MAX_BYTES",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
@@ -78,6 +78,10 @@ class QlessSettings:
     put_memory_limit: float | None = 0.9
     heartbeat: float | None = None
     admin: AdminSettings = AdminSettings()
+    #: Store every `@qless_job` return value in its completed job (else per job).
+    store_results: bool = False
+    #: Largest stored return value of a `@qless_job`, in bytes of UTF-8 JSON.
+    result_max_bytes: int = 64 * 1024
     #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
     recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 

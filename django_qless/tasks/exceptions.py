@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from ..results import ResultNotStorableError
 from .compat import InvalidTask
+
+__all__ = ["ResultNotStorableError", "TaskArgumentsError", "TaskDataError"]
 
 
 class TaskArgumentsError(InvalidTask, TypeError):
@@ -15,7 +18,3 @@ class TaskArgumentsError(InvalidTask, TypeError):
 
 class TaskDataError(ValueError):
     """Job data read from Redis is not the shape this backend writes for a task."""
-
-
-class ResultNotStorableError(ValueError):
-    """A task's return value is not JSON that round-trips, or is over the size limit."""

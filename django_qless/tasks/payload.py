@@ -14,16 +14,15 @@ the `task` object marks the job as a Tasks task (`run_after` only when one was g
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..results import RESULT_KEY, ResultNotStorableError, encode_value, read_value
 from .compat import normalize_json
-from .exceptions import ResultNotStorableError, TaskDataError
+from .exceptions import TaskDataError
 
 TASK_KEY = "task"
-RESULT_KEY = "result"
 
 
 def call_data(
@@ -74,20 +73,9 @@ def encode_result(value: Any, limit: int) -> dict[str, Any]:
     """
     try:
         normal = normalize_json(value)
-        text = json.dumps(normal, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ResultNotStorableError(f"return value is not JSON: {exc}") from exc
-    if json.loads(text) != normal:
-        raise ResultNotStorableError(
-            "return value does not survive JSON unchanged (object keys must be strings)"
-        )
-    size = len(text.encode("utf-8"))
-    if size > limit:
-        raise ResultNotStorableError(
-            f"return value is {size} bytes as JSON, over the limit of {limit} "
-            "(TASKS OPTIONS 'RESULT_MAX_BYTES')"
-        )
-    return {RESULT_KEY: normal}
+    return {RESULT_KEY: encode_value(normal, limit, "TASKS OPTIONS 'RESULT_MAX_BYTES'")}
 
 
 def with_result(data: Mapping[str, Any], value: Any, limit: int) -> dict[str, Any]:
@@ -97,4 +85,4 @@ def with_result(data: Mapping[str, Any], value: Any, limit: int) -> dict[str, An
 
 def read_result(data: Mapping[str, Any]) -> Any:
     """The stored return value (None when the job completed without one)."""
-    return data.get(RESULT_KEY)
+    return read_value(data)

@@ -13,6 +13,7 @@ from typing import Any
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 
+from ..coroutines import invoke
 from .compat import Task, TaskContext, TaskResult, TaskResultStatus, task_backends
 from .payload import read_call
 
@@ -49,13 +50,12 @@ def resolve_task(klass: str) -> Task[Any, Any] | None:
     return found if isinstance(backend, QlessBackend) else None
 
 
-def run_task(task: Task[Any, Any], job_data: Mapping[str, Any], attempt: int,
-             worker_id: str, *, jid: str = "") -> Any:
-    """Call a task with a job's arguments (and a `TaskContext` if it takes one).
+def call_arguments(task: Task[Any, Any], job_data: Mapping[str, Any], attempt: int,
+                   worker_id: str, *, jid: str = "") -> tuple[list[Any], dict[str, Any]]:
+    """The arguments a task is called with: the job's, after a `TaskContext` if it takes one.
 
     `attempt` counts from 1. The context's result is RUNNING with one worker id per
     attempt; only this attempt's worker is known here, so it stands for the earlier ones.
-    An `async def` task runs to completion through asgiref's `async_to_sync`.
     """
     args, kwargs, _marker = read_call(job_data)
     if task.takes_context:
@@ -66,4 +66,15 @@ def run_task(task: Task[Any, Any], job_data: Mapping[str, Any], attempt: int,
             worker_ids=[worker_id] * max(attempt, 1),
         )
         args = [TaskContext(task_result=result), *args]
-    return task.call(*args, **kwargs)
+    return args, kwargs
+
+
+def run_task(task: Task[Any, Any], job_data: Mapping[str, Any], attempt: int,
+             worker_id: str, *, jid: str = "") -> Any:
+    """Call a task with a job's arguments (see `call_arguments`).
+
+    An `async def` task is awaited on the worker's event loop when this runs in a worker,
+    else through asgiref's `async_to_sync` (`coroutines.invoke`).
+    """
+    args, kwargs = call_arguments(task, job_data, attempt, worker_id, jid=jid)
+    return invoke(task.func, args, kwargs)

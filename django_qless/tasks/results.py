@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from ..results import STATUS_BY_STATE as JOB_STATUS_BY_STATE
 from .compat import InvalidTask, Task, TaskResult, TaskResultStatus
 from .errors import errors_of
 from .payload import read_call, read_result, run_after_of
@@ -25,14 +26,9 @@ if TYPE_CHECKING:
 
     from ..core import HistoryEntry, Job
 
+#: qless state -> Django's status (the same mapping as `JobDefinition.result`'s).
 STATUS_BY_STATE = {
-    "waiting": TaskResultStatus.READY,
-    "scheduled": TaskResultStatus.READY,
-    "depends": TaskResultStatus.READY,
-    "stalled": TaskResultStatus.READY,
-    "running": TaskResultStatus.RUNNING,
-    "complete": TaskResultStatus.SUCCESSFUL,
-    "failed": TaskResultStatus.FAILED,
+    state: TaskResultStatus[status.name] for state, status in JOB_STATUS_BY_STATE.items()
 }
 _FINISHED = {TaskResultStatus.SUCCESSFUL: "done", TaskResultStatus.FAILED: "failed"}
 

@@ -9,6 +9,12 @@ Outside the main thread (`--reload` runs the worker in a thread) signals cannot 
 the exception is then set asynchronously (`PyThreadState_SetAsyncExc`) and takes effect at
 the next Python bytecode, so it does not break a blocking C call.
 
+An `async def` job is different: its coroutine runs as a task on the worker's event loop
+(`aio.JobLoop`), which registers a canceller (`cancel_with`) while it runs. An
+interruption then cancels that task (thread-safely, from the monitor thread or the
+SIGALRM handler) rather than raising into the loop's own code; the loop awaits the
+cancellation and raises the `pending` interruption itself.
+
 Limits, in both modes: code that stays inside one C call (a long regex, a C extension that
 does not check for signals) is only stopped when that call returns; a job that catches
 `BaseException` can swallow the interruption (the worker still discards its result when
@@ -21,6 +27,7 @@ import ctypes
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -63,6 +70,7 @@ class Interrupter:
         self._installed = False
         self._previous: Any = None
         self._saved_timer = (0.0, 0.0)
+        self._cancel: Callable[[], object] | None = None
 
     def install(self) -> None:
         """Take over SIGALRM (main-thread mode only; without it, asynchronous exceptions)."""
@@ -115,13 +123,25 @@ class Interrupter:
             signal.setitimer(signal.ITIMER_REAL, 0)
             self._timer = False
 
+    def cancel_with(self, cancel: Callable[[], object] | None) -> None:
+        """While an async job runs: interrupt by calling `cancel` (None: raise again).
+
+        An interruption that came before the canceller was set cancels at once.
+        """
+        with self._lock:
+            self._cancel = cancel
+            if cancel is not None and self.pending is not None and self.armed:
+                cancel()
+
     def interrupt(self, exc_class: type[JobInterrupted]) -> bool:
         """Called from another thread: stop the running job with `exc_class`."""
         with self._lock:
             if not self.armed:
                 return False
             self.pending = exc_class
-            if self._installed:
+            if self._cancel is not None:
+                self._cancel()
+            elif self._installed:
                 signal.pthread_kill(self.thread_id, signal.SIGALRM)
             else:
                 _set_async_exc(self.thread_id, exc_class)
@@ -131,6 +151,11 @@ class Interrupter:
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         """SIGALRM: raise into the job if one is running (one shot)."""
         if not self.armed:
+            return
+        if self._cancel is not None:
+            # An async job: cancel its task (never raise inside the event loop's code).
+            self.pending = self.pending or TimeLimitExceeded
+            self._cancel()
             return
         self.armed = False
         raise (self.pending or TimeLimitExceeded)()

@@ -16,10 +16,11 @@ from collections import Counter
 import redis
 from django.db import close_old_connections
 
-from .. import signals
+from .. import coroutines, signals
 from ..core import Client, Queue
 from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
+from .aio import JobLoop
 from .client import worker_client
 from .fetcher import Fetcher
 from .health import ClockWatch, check_startup
@@ -65,6 +66,8 @@ class Worker:
             waker=self.waker, fetcher=self.fetcher,
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, reporter)
+        #: The event loop of `async def` jobs, one for the worker's life.
+        self.job_loop = JobLoop(self.interrupter)
         self.handlers = SignalHandlers(self.stop, self.name)
         self.clock = ClockWatch(self.client, self.order.queues)
         #: What `run()` returns: 1 once the worker stopped itself over a stepped clock.
@@ -94,6 +97,7 @@ class Worker:
         """Check the configuration, install signal handlers, start the monitor thread."""
         autodiscover()
         self.check()
+        coroutines.install(self.job_loop)
         if self.options.handle_signals:
             self.handlers.install()
             self.interrupter.install()
@@ -138,6 +142,8 @@ class Worker:
             self.client.workers.deregister(self.name)
         except redis.RedisError:
             logger.exception("qless worker %s: could not deregister", self.name)
+        coroutines.install(None)
+        self.job_loop.close()
         self.interrupter.uninstall()
         self.handlers.restore()
         close_old_connections()

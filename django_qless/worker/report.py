@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -21,6 +23,8 @@ logger = logging.getLogger("django_qless.worker")
 
 #: History entry written when a job is handed back (at shutdown, or held too long).
 HANDED_BACK = "handed-back"
+#: Jobs whose end is awaited at most (a completion is in flight for one or two at a time).
+EXPECTED = 16
 
 
 class Outcome(str, enum.Enum):
@@ -42,6 +46,24 @@ class Reporter:
 
     def __init__(self, worker_name: str) -> None:
         self.worker_name = worker_name
+        self._expected: OrderedDict[str, Callable[[Outcome], None]] = OrderedDict()
+
+    def expect(self, jid: str, on_end: Callable[[Outcome], None]) -> None:
+        """Call `on_end` with the job's outcome once qless has the final word on it."""
+        self._expected[jid] = on_end
+        while len(self._expected) > EXPECTED:  # a job lost to a bug in the worker's code
+            self._expected.popitem(last=False)
+
+    def settled(self, jid: str, outcome: Outcome) -> Outcome:
+        """The job ended as `outcome`: tell whoever expected it; returns the outcome."""
+        on_end = self._expected.pop(jid, None)
+        if on_end is not None:
+            try:
+                on_end(outcome)
+            except Exception:
+                logger.exception("qless worker %s: could not report the end of job %s",
+                                 self.worker_name, jid)
+        return outcome
 
     def send(self, signal: Signal, job: Job, **extra: Any) -> None:
         """Send a job signal, with the job's definition as sender (None when not registered)."""
@@ -52,14 +74,14 @@ class Reporter:
         """How qless answered the completion of a job that succeeded (None: accepted)."""
         if error is None:
             self.send(signals.job_completed, job, duration=duration)
-            return Outcome.COMPLETED
+            return self.settled(job.jid, Outcome.COMPLETED)
         if isinstance(error, LockLostError):
             return self.lost(job, error.message)
         if isinstance(error, redis.RedisError):
             logger.error("qless worker %s: could not report job %s (done) to Redis (%s); its "
                          "lock will expire and qless will hand it out again",
                          self.worker_name, job.jid, error)
-            return Outcome.UNREPORTED
+            return self.settled(job.jid, Outcome.UNREPORTED)
         raise error
 
     def lost(self, job: Job, reason: str) -> Outcome:
@@ -67,7 +89,7 @@ class Reporter:
         logger.info("qless worker %s: job %s stopped, its result discarded: %s",
                     self.worker_name, job.jid, reason)
         self.send(signals.job_lock_lost, job, reason=reason)
-        return Outcome.LOCK_LOST
+        return self.settled(job.jid, Outcome.LOCK_LOST)
 
 
 def hand_back(job: Job, worker_name: str, reason: str, **details: Any) -> None:

@@ -1,15 +1,18 @@
 """Running one popped job: look up its klass, call it, then fail, retry or hand it back.
 
 Everything here happens in the worker's job thread. A job whose function returned ends as
-`Outcome.SUCCEEDED`: its completion is the fetcher's to send (with the next pops).
+`Outcome.SUCCEEDED`: its completion is the fetcher's to send (with the next pops), with
+the return value in the job data when it is kept (`targets`). Every failed attempt is
+recorded in the job's history before the `fail` or `retry` (`results.record_error`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
@@ -17,17 +20,18 @@ from .. import signals
 from ..core import Job, LockLostError, RetryJob, UnknownJobError
 from ..exceptions import BadPayloadError
 from ..registry import registry
+from ..results import RESULT_KEY, ResultNotStorableError, record_error
 from .databases import ConnectionHygiene
 from .failures import group_for, message_for, truncate
 from .interrupt import Interrupter, JobInterrupted, ShutdownTimeout
 from .monitor import Monitor
+from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
+from .targets import NOTHING, JobTarget, Target, find_task
 
-if TYPE_CHECKING:
-    from ..definitions import JobDefinition
-    from .options import WorkerOptions
-
-    Definition = JobDefinition[Any, Any]
+#: Failures that fail at once whatever the retry policy: the same data or function would
+#: fail the same way on the next try.
+NOT_RETRIED = (BadPayloadError, ResultNotStorableError)
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -58,24 +62,34 @@ class JobRunner:
         """Run a popped job to its end; returns what happened to it (SUCCEEDED: not completed
         yet)."""
         self.last_duration = 0.0
-        try:
-            definition = registry.get(job.klass)
-        except UnknownJobError as exc:
-            return self._fail_unknown(job, exc)
-        limit = definition.time_limit or self.options.time_limit
-        interval = definition.heartbeat or self.options.heartbeat_interval
+        target = self._target(job)
+        if isinstance(target, UnknownJobError):
+            return self._fail_unknown(job, target)
+        self.reporter.expect(job.jid, target.finished)
+        limit = target.time_limit or self.options.time_limit
+        interval = target.heartbeat or self.options.heartbeat_interval
         running = self.monitor.begin(job, lease, interval, limit)
         try:
-            ending = Ending(0.0) if running.lost is not None else self._call(definition, job,
-                                                                             limit)
+            ending = Ending(0.0) if running.lost is not None else self._call(target, job, limit)
         finally:
             self.monitor.end()
         self.last_duration = ending.duration
         if running.lost is not None:
             return self.reporter.lost(job, running.lost)
-        return self._settle(definition, job, ending)
+        outcome = self._settle(target, job, ending)
+        if outcome is not Outcome.SUCCEEDED:
+            self.reporter.settled(job.jid, outcome)
+        return outcome
 
-    def _call(self, definition: Definition, job: Job, limit: float | None) -> Ending:
+    @staticmethod
+    def _target(job: Job) -> Target | UnknownJobError:
+        """The registered job first, then (only then) a Tasks task; else the lookup error."""
+        try:
+            return JobTarget(registry.get(job.klass))
+        except UnknownJobError as exc:
+            return find_task(job) or exc
+
+    def _call(self, target: Target, job: Job, limit: float | None) -> Ending:
         """Call the job function with DB hygiene around it and interruptions armed."""
         self.databases.before_job()
         self.reporter.send(signals.job_started, job)
@@ -83,9 +97,10 @@ class JobRunner:
         try:
             try:
                 self.interrupter.arm(limit)
-                definition.execute(job)
+                value = target.call(job)
             finally:
                 self.interrupter.disarm()
+            keep(job, target.stored(value))
         except (Exception, SystemExit, JobInterrupted) as exc:
             # sys.exit() inside a job fails that job; it does not stop the worker.
             return Ending(time.monotonic() - started, exc)
@@ -93,7 +108,7 @@ class JobRunner:
             self.databases.after_job()
         return Ending(time.monotonic() - started)
 
-    def _settle(self, definition: Definition, job: Job, ending: Ending) -> Outcome:
+    def _settle(self, target: Target, job: Job, ending: Ending) -> Outcome:
         """Tell qless how the job ended, unless it returned (the fetcher completes it)."""
         exc = ending.exc
         if exc is None:
@@ -103,7 +118,7 @@ class JobRunner:
                 return self._hand_back(job, ending)
             if isinstance(exc, RetryJob):
                 return self._retry_requested(job, ending, exc)
-            return self._failed(definition, job, ending, exc)
+            return self._failed(target, job, ending, exc)
         except LockLostError as lost:
             return self.reporter.lost(job, lost.message)
         except redis.RedisError:
@@ -112,14 +127,14 @@ class JobRunner:
                              self.worker_name, job.jid, type(exc).__name__)
             return Outcome.UNREPORTED
 
-    def _failed(self, definition: Definition, job: Job, ending: Ending,
+    def _failed(self, target: Target, job: Job, ending: Ending,
                 exc: BaseException) -> Outcome:
         """Fail the job into `<queue>-<Exception>`, or retry it when its policy says so."""
         group, message = group_for(job.queue_name, exc), message_for(exc)
-        policy = definition.retry_policy
-        # Data that does not fit the function will not fit it on the next try either.
+        record_error(job, exc, message)
+        policy = target.retry_policy
         if policy is not None and policy.should_retry(exc) and not isinstance(
-            exc, BadPayloadError
+            exc, NOT_RETRIED
         ):
             attempt = max(job.retries - job.remaining + 1, 1)
             return self._retry(job, ending, policy.delay_for(attempt), group, message)
@@ -132,6 +147,7 @@ class JobRunner:
         """The job raised `RetryJob`: retry with its delay (and its group, if it gave one)."""
         group = exc.group or group_for(job.queue_name, exc)
         message = truncate(exc.message or str(exc))
+        record_error(job, exc, message)
         return self._retry(job, ending, exc.delay, group, message)
 
     def _retry(self, job: Job, ending: Ending, delay: float, group: str,
@@ -167,3 +183,12 @@ class JobRunner:
             return Outcome.LOCK_LOST
         self.reporter.send(signals.job_failed, job, duration=0.0, exception=exc, group=group)
         return Outcome.FAILED
+
+
+def keep(job: Job, value: Any) -> None:
+    """Put a kept return value in the job data its completion sends (`NOTHING`: none)."""
+    if value is NOTHING:
+        return
+    data = {**job.data, RESULT_KEY: value}
+    job.raw_data = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    job.__dict__.pop("data", None)  # the cached decoding of the old data

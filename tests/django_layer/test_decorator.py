@@ -35,8 +35,9 @@ def with_job(job: Job, a: int) -> int:
     return a
 
 
-async def coroutine_job() -> None:
-    """Async functions are refused."""
+async def coroutine_job(a: int) -> int:
+    """An async job function."""
+    return a * 2
 
 
 def test_bare_decorator_registers_under_the_dotted_path() -> None:
@@ -141,9 +142,10 @@ def test_non_functions_are_refused(thing: Any) -> None:
         qless_job(thing)
 
 
-def test_async_functions_are_refused() -> None:
-    with pytest.raises(InvalidJobError, match="async"):
-        qless_job(coroutine_job)
+def test_async_functions_are_accepted_and_called_to_completion() -> None:
+    defn = qless_job(coroutine_job)
+    assert defn.name == f"{__name__}.coroutine_job"
+    assert defn.call(21) == 42
 
 
 def test_takes_job_needs_a_job_parameter_first() -> None:
