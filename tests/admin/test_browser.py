@@ -1,8 +1,10 @@
 """A real browser (Debian's chromium, driven by Playwright) against the live admin.
 
 Logs in, opens the overview and a failure group, retries a failed job from the page,
-runs a worker, sees the job complete, and takes screenshots of the main pages. They go to a
-temporary directory; with QLESS_ADMIN_SCREENSHOTS=1 they replace those in docs/images/.
+runs a worker, sees the job complete with both attempts listed, opens the attempts and
+return value of a job that completed after a retry, and takes screenshots of the main
+pages. They go to a temporary directory; with QLESS_ADMIN_SCREENSHOTS=1 they replace
+those in docs/images/.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from django.core.management import call_command
 
 from django_qless.core import Client
 from tests.admin.conftest import ALL_PERMS, plant, url
+from tests.admin.test_job_attempts_page import TASK_DATA, fail_attempt, popped
 from tests.admin.test_xss import PAYLOADS, pages_for, plant_payload
 from tests.conftest import LuaScript
 
@@ -93,7 +96,7 @@ def test_retry_a_failed_job_from_the_browser(
     shoot(page, images, "failure-group")
 
     page.get_by_role("link", name=world.failed).click()
-    assert page.locator(".qless-traceback").inner_text().endswith("ValueError: boom")
+    assert page.locator(".qless-failure .qless-traceback").inner_text().endswith("ValueError: boom")
     shoot(page, images, "job-failed")
     page.get_by_role("button", name="Retry", exact=True).click()
     assert "Retried 1 job." in page.locator(".messagelist").inner_text()
@@ -103,6 +106,33 @@ def test_retry_a_failed_job_from_the_browser(
     page.goto(base + url("job", jid=world.failed))
     assert page.locator(".qless-card h2 .qless-state").inner_text() == "complete"
     assert "done" in page.locator(".qless-timeline").inner_text()
+    outcomes = page.locator(".qless-attempts .qless-outcome").all_inner_texts()
+    assert outcomes == ["failed", "completed"]
+
+
+def test_a_job_completed_after_a_retry_shows_its_attempts_and_result(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+    images: Path,
+) -> None:
+    jid = qless.queue("jobs").put("app.tasks.double", TASK_DATA)
+    fail_attempt(popped(qless), "Traceback (most recent call last):\nValueError: first try")
+    popped(qless).complete({**TASK_DATA, "result": {"doubled": 4}})
+    make_user("ops", perms=ALL_PERMS)
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    page.goto(base + url("job", jid=jid))
+    rows = page.locator(".qless-attempts tbody tr")
+    assert rows.count() == 2
+    assert page.locator(".qless-attempts .qless-outcome").all_inner_texts() == [
+        "retried", "completed"
+    ]
+    traceback = rows.first.locator(".qless-traceback")
+    assert not traceback.is_visible()  # collapsed until asked for
+    rows.first.locator("summary").click()
+    assert traceback.inner_text().endswith("ValueError: first try")
+    assert '"doubled": 4' in page.locator(".qless-result").inner_text()
+    assert page.locator(".qless-failure").count() == 0
+    shoot(page, images, "job-retried")
 
 
 def test_screenshots_of_the_main_pages(
