@@ -28,6 +28,7 @@ TASKS: dict[str, Any] = {
         "OPTIONS": {"TAGS": ["tasks", "tagged"], "RETRIES": 2, "RESULT_MAX_BYTES": 100},
     },
     "open": {"BACKEND": BACKEND, "QUEUES": []},
+    "limited": {"BACKEND": BACKEND, "QUEUES": ["default"], "OPTIONS": {"TIME_LIMIT": 0.3}},
     "dummy": {"BACKEND": DUMMY_BACKEND},
 }
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from django_qless.core import RetryJob
 from django_qless.tasks.compat import TaskContext
 from tests.tasks.compat import task
 
@@ -49,3 +51,49 @@ def on_dummy() -> None:
 
 def not_a_task() -> None:
     """A plain function in an installed app."""
+
+
+@task
+def record(label: str) -> str:
+    """Record the order tasks run in."""
+    CALLS.append(("record", label))
+    return label
+
+
+@task(takes_context=True)
+def flaky_twice(context: TaskContext) -> int:
+    """Asks for a retry on its first two attempts, then returns its attempt number."""
+    if context.attempt <= 2:
+        raise RetryJob(0, message=f"attempt {context.attempt} failed")
+    return context.attempt
+
+
+@task
+def explode(message: str) -> None:
+    """Always raises."""
+    raise LookupError(message)
+
+
+@task
+def returns_a_set() -> Any:
+    """Returns a value JSON cannot hold."""
+    return {1, 2}
+
+
+@task(backend="limited")
+async def async_sleeps(label: str) -> None:
+    """Sleeps past the backend's TIME_LIMIT; records its cancellation."""
+    CALLS.append(("loop", asyncio.get_running_loop()))
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        CALLS.append(("cancelled", label))
+        raise
+
+
+@task(backend="limited")
+async def async_quick(value: int) -> int:
+    """An async task on the same backend, run after the one cancelled."""
+    CALLS.append(("loop", asyncio.get_running_loop()))
+    await asyncio.sleep(0)
+    return value + 1
