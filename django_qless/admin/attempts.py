@@ -17,11 +17,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..core import Failure, HistoryEntry, Job
+from ..results import ERROR_EVENT, path_from_traceback
 from .presenters import first_line, when
 
-#: The worker's entry per failed attempt (`django_qless.tasks.errors.ERROR_EVENT`; the admin
-#: does not import the Tasks package, which needs Django 6 or the django-tasks backport).
-ERROR_EVENT = "task-error"
 #: The worker's entry for a job given back unrun (`django_qless.worker.report.HANDED_BACK`).
 HANDED_BACK = "handed-back"
 
@@ -47,11 +45,16 @@ FAILING = frozenset({Outcome.FAILED, Outcome.RETRIED, Outcome.TIMED_OUT, Outcome
 
 @dataclass(frozen=True)
 class AttemptError:
-    """Why an attempt failed: failure group (when known), exception and traceback."""
+    """Why an attempt failed: failure group and exception class path (when known), traceback."""
 
     group: str | None
     exception: str
     traceback: str
+
+    @property
+    def summary(self) -> str:
+        """The traceback's telling line ("ValueError: boom")."""
+        return first_line(self.traceback)
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,8 @@ def _done(draft: _Draft, entry: HistoryEntry) -> None:
 def _task_error(draft: _Draft, entry: HistoryEntry) -> None:
     """A recorded error: the attempt failed, and was retried unless a `failed` entry follows."""
     traceback = str(entry.extra.get("traceback", ""))
-    path = entry.extra.get("exception_class_path")
-    draft.error = AttemptError(None, str(path) if path else first_line(traceback), traceback)
+    path = entry.extra.get("exception_class_path") or path_from_traceback(traceback)
+    draft.error = AttemptError(None, str(path or ""), traceback)
     draft.end(Outcome.RETRIED, entry.when)
 
 
@@ -170,7 +173,8 @@ def _attach(drafts: list[_Draft], failure: Failure) -> None:
         return
     draft.group = draft.group or failure.group or None
     if draft.error is None or not draft.error.traceback:
-        draft.error = AttemptError(None, first_line(failure.message), failure.message)
+        # Only the message is kept: its class path is shown only when the worker recorded it.
+        draft.error = AttemptError(None, "", failure.message)
     if draft.outcome is Outcome.UNREPORTED:
         # A retry writes no history: the failure says this attempt was retried.
         draft.outcome = Outcome.RETRIED

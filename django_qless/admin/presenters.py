@@ -105,6 +105,17 @@ class TimelineEntry:
 SHOWN_APART = frozenset({"q", "queue", "worker", "group"})
 
 
+#: History fields holding a whole traceback; the timeline shows their telling line (the
+#: Attempts table on the same page shows all of it).
+TRACEBACK_FIELDS = frozenset({"traceback"})
+
+
+def detail_text(key: str, value: Any) -> str:
+    """One extra field of a history entry as text."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return first_line(text) if key in TRACEBACK_FIELDS else text
+
+
 def timeline(history: Iterable[HistoryEntry]) -> list[TimelineEntry]:
     """The history newest first, extra fields masked and turned into text."""
     keys = mask_keys()
@@ -112,9 +123,7 @@ def timeline(history: Iterable[HistoryEntry]) -> list[TimelineEntry]:
     for entry in history:
         extra = masked(dict(entry.extra), keys)
         details = [
-            (str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
-            for k, v in extra.items()
-            if k not in SHOWN_APART
+            (str(k), detail_text(str(k), v)) for k, v in extra.items() if k not in SHOWN_APART
         ]
         group = entry.extra.get("group")
         entries.append(

@@ -7,15 +7,16 @@ from typing import Any
 import pytest
 
 from django_qless.admin.attempts import (
-    ERROR_EVENT,
     HANDED_BACK,
     Attempt,
     AttemptError,
     Outcome,
     build_attempts,
 )
-from django_qless.admin.results import RESULT_KEY, TASK_KEY, job_kind, pretty_result
+from django_qless.admin.job_info import TASK_KEY, has_result, job_kind, pretty_result
+from django_qless.admin.presenters import timeline
 from django_qless.core import Failure, HistoryEntry
+from django_qless.results import ERROR_EVENT, RESULT_KEY
 from tests.admin.conftest import KLASS
 
 TRACEBACK = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom\n"
@@ -39,8 +40,6 @@ def summary(attempts: list[Attempt]) -> list[tuple[Any, ...]]:
 def test_the_worker_and_tasks_write_the_names_read_here() -> None:
     report = pytest.importorskip("django_qless.worker.report")
     assert report.HANDED_BACK == HANDED_BACK
-    errors = pytest.importorskip("django_qless.tasks.errors")
-    assert errors.ERROR_EVENT == ERROR_EVENT
     payload = pytest.importorskip("django_qless.tasks.payload")
     assert (payload.TASK_KEY, payload.RESULT_KEY) == (TASK_KEY, RESULT_KEY)
 
@@ -76,7 +75,8 @@ def test_a_retry_waiting_shows_its_error_in_the_attempt() -> None:
     failure = Failure("jobs-KeyError", "Traceback\nKeyError: 'x'", 103, "w1")
     [attempt] = build_attempts(history, "waiting", failure)
     assert attempt.outcome is Outcome.RETRIED and attempt.ended is None
-    assert attempt.error == AttemptError("jobs-KeyError", "KeyError: 'x'", failure.message)
+    assert attempt.error == AttemptError("jobs-KeyError", "", failure.message)
+    assert attempt.error.summary == "KeyError: 'x'"
 
 
 def test_lost_lease_then_retries_exhausted() -> None:
@@ -89,7 +89,8 @@ def test_lost_lease_then_retries_exhausted() -> None:
     attempts = build_attempts(history, "failed", Failure("failed-retries-jobs", message, 300, ""))
     assert summary(attempts) == [("w1", Outcome.TIMED_OUT, 60.0), ("w2", Outcome.FAILED, 60.0)]
     assert attempts[0].error is None
-    assert attempts[1].error == AttemptError("failed-retries-jobs", message, message)
+    assert attempts[1].error == AttemptError("failed-retries-jobs", "", message)
+    assert attempts[1].error.summary == message
 
 
 def test_a_lease_notice_then_a_completion_in_the_grace_period() -> None:
@@ -133,7 +134,14 @@ def test_a_failure_of_another_client_without_a_recorded_error() -> None:
     history = [entry(101, "popped", worker="w1"), entry(102, "failed", worker="w1", group="g")]
     failure = Failure("g", "RuntimeError: no", 102, "w1")
     [attempt] = build_attempts(history, "failed", failure)
-    assert attempt.error == AttemptError("g", "RuntimeError: no", "RuntimeError: no")
+    assert attempt.error == AttemptError("g", "", "RuntimeError: no")
+
+
+def test_a_recorded_error_without_a_class_path_reads_it_from_the_traceback() -> None:
+    history = [entry(101, "popped", worker="w1"), entry(102, ERROR_EVENT, traceback=TRACEBACK)]
+    [attempt] = build_attempts(history, "waiting")
+    assert attempt.error == AttemptError(None, "builtins.ValueError", TRACEBACK)
+    assert attempt.error.summary == "ValueError: boom"
 
 
 def test_kind_and_result() -> None:
@@ -147,5 +155,12 @@ def test_kind_and_result() -> None:
     assert pretty_result({"result": {"token": "s3cret", "n": 1}}) == (
         '{\n  "token": "********",\n  "n": 1\n}'
     )
-    assert pretty_result({"args": [], "kwargs": {}}) is None
+    assert pretty_result({"args": [], "kwargs": {}}) is None and has_result(task)
     assert pretty_result(None) is None
+
+
+def test_the_timeline_shows_a_recorded_traceback_by_its_telling_line() -> None:
+    [shown] = timeline([task_error(104)])
+    assert dict(shown.details) == {
+        "exception_class_path": "builtins.ValueError", "traceback": "ValueError: boom",
+    }

@@ -8,8 +8,9 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
-from django_qless.admin.attempts import ERROR_EVENT, Outcome
+from django_qless.admin.attempts import Outcome
 from django_qless.core import Client, Job
+from django_qless.results import ERROR_EVENT
 from tests.admin.conftest import KLASS, logged_in, url
 
 TASK_DATA = {"args": [2], "kwargs": {}, "task": {"backend": "default", "takes_context": False}}

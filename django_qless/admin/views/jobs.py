@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 
 from ...core import InvalidArgumentError, Job
-from .. import permissions, presenters, results
+from .. import job_info, permissions, presenters
 from ..attempts import attempts_of
 from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
@@ -82,13 +82,13 @@ def job_page(ctx: PageContext, jid: str) -> HttpResponse:
 
 def job_data(ctx: PageContext, job: Job) -> dict[str, Any]:
     """The job's kind, and its data and return value (masked; None without the permission)."""
-    data = results.decoded(job.raw_data)
+    data = job_info.decoded(job.raw_data)
     shown = ctx.can(permissions.VIEW_DATA)
     return {
-        "kind": results.job_kind(job.klass, data),
-        "has_result": data is not None and results.RESULT_KEY in data,
+        "kind": job_info.job_kind(job.klass, data),
+        "has_result": job_info.has_result(data),
         "data": presenters.pretty_data(job.raw_data) if shown else None,
-        "result": results.pretty_result(data) if shown else None,
+        "result": job_info.pretty_result(data) if shown else None,
     }
 
 

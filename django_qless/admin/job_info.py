@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..registry import registry
+from ..results import RESULT_KEY
 from .presenters import mask_keys, masked
 
-#: Data key of a Tasks task's marker object (`django_qless.tasks.payload.TASK_KEY`).
+#: Data key of a Tasks task's marker object (`django_qless.tasks.payload.TASK_KEY`; the admin
+#: does not import the Tasks package, which needs Django 6 or the django-tasks backport).
 TASK_KEY = "task"
-#: Data key of a stored return value (`django_qless.tasks.payload.RESULT_KEY`), for both APIs.
-RESULT_KEY = "result"
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,13 @@ def job_kind(klass: str, data: Mapping[str, Any] | None) -> JobKind:
     return JobKind("other")
 
 
+def has_result(data: Mapping[str, Any] | None) -> bool:
+    """Whether decoded job data holds a stored return value (None is one)."""
+    return data is not None and RESULT_KEY in data
+
+
 def pretty_result(data: Mapping[str, Any] | None) -> str | None:
     """The stored return value as indented JSON, secrets masked; None when there is none."""
-    if data is None or RESULT_KEY not in data:
+    if data is None or not has_result(data):
         return None
     return json.dumps(masked(data[RESULT_KEY], mask_keys()), indent=2, ensure_ascii=False)
