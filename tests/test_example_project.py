@@ -163,6 +163,11 @@ def test_example_project_jobs_reach_their_states(
     finish = qless.get_job(manifest["sent_issue_finish"])
     assert finish is not None and finish.tracked and finish.state == "complete"
     assert set(states(qless, manifest["archive"])) == {"waiting"}
+    # The Django Task ran in the same worker; its summary is kept in the completed job.
+    digest = qless.get_job(manifest["digest"])
+    assert digest is not None and digest.state == "complete"
+    assert digest.klass == "newsletter.tasks.weekly_digest"
+    assert digest.data["result"]["days"] == 7 and digest.data["result"]["attempt"] == 1
     # The example's own checker agrees, including what the jobs wrote to the database.
     verdict = manage("verify_demo", str(manifest_path))
     assert re.search(r"All \d+ demo checks passed", verdict.stdout)

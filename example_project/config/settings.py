@@ -90,6 +90,15 @@ QLESS = {
     },
 }
 
+# Django's Tasks framework on qless: `newsletter.tasks.weekly_digest` is a Django Task that
+# the same `qless_worker` runs beside the `@qless_job` functions.
+TASKS = {
+    "default": {
+        "BACKEND": "django_qless.tasks.QlessBackend",
+        "QUEUES": ["issues", "maintenance"],
+    },
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -29,6 +29,7 @@ from .qless_jobs import (
     purge_old_exports,
     send_welcome_email,
 )
+from .tasks import weekly_digest
 
 SUBSCRIBERS = [
     ("alice@example.com", "Alice Martin"),
@@ -79,6 +80,8 @@ class Manifest:
     import_bad: str
     archive: list[str]
     recurring: str
+    #: Result id (the jid) of the `weekly_digest` Django Task.
+    digest: str
 
     def dumps(self) -> str:
         """As JSON."""
@@ -121,6 +124,7 @@ def seed(*, quick: bool = False) -> Manifest:
         import_bad=import_partner_feed.enqueue("legacy-crm"),
         archive=_archive_back_issues(),
         recurring=purge_old_exports.name,
+        digest=weekly_digest.enqueue().id,
     )
 
 
@@ -205,7 +209,18 @@ def verify(manifest: Manifest) -> list[Check]:
     expect("archive (paused queue)", manifest.archive, "waiting")
     checks += _database_checks(manifest)
     checks += _qless_checks(manifest)
+    checks.append(_digest_check(manifest))
     return checks
+
+
+def _digest_check(m: Manifest) -> Check:
+    """The Django Task completed and its summary reads back through `get_result`."""
+    result = weekly_digest.get_result(m.digest)
+    if result.status != "SUCCESSFUL":  # TaskResultStatus is a TextChoices
+        return Check(f"weekly digest task {m.digest}", False, f"status {result.status}")
+    value = result.return_value
+    ok = isinstance(value, dict) and value.get("days") == 7 and value.get("attempt") == 1
+    return Check(f"weekly digest task {m.digest}", ok, f"result {value}")
 
 
 def _all_jids(m: Manifest) -> list[str]:
@@ -277,4 +292,5 @@ def summary(manifest: Manifest) -> dict[str, Any]:
         "subscriber export": 1,
         "partner imports": 2,
         "archive jobs (paused queue)": len(manifest.archive),
+        "weekly digest (Django Task)": 1,
     }
