@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client as HttpClient
 
 from django_qless.admin.attempts import Outcome
+from django_qless.connection import get_client
 from django_qless.core import Client, Job
 from django_qless.results import ERROR_EVENT
 from tests.admin.conftest import KLASS, logged_in, url
@@ -100,3 +102,22 @@ def test_a_job_nobody_took_has_no_attempts(qless: Client, operator: HttpClient) 
     response, html = page(operator, jid)
     assert response.context["attempts"] == []
     assert "No worker has taken this job yet." in html and "not a registered job" in html
+
+
+def test_jobs_run_by_the_worker_show_their_recorded_error_and_stored_result(
+    settings: Any, qless_settings: dict[str, Any], operator: HttpClient
+) -> None:
+    settings.QLESS = {**qless_settings, "STORE_RESULTS": True}
+    client = get_client()
+    broken = client.queue("work").put("tests.testapp.qless_jobs.explode",
+                                      {"args": ["no luck"], "kwargs": {}})
+    added = client.queue("work").put(KLASS, {"args": [1, 2], "kwargs": {}})
+    call_command("qless_worker", "work", burst=True, verbosity=0)
+    response, html = page(operator, broken)
+    [attempt] = response.context["attempts"]
+    assert attempt.outcome is Outcome.FAILED
+    assert attempt.error.exception == "builtins.RuntimeError"
+    assert attempt.error.summary == "RuntimeError: no luck"
+    response, html = page(operator, added)
+    assert [a.outcome for a in response.context["attempts"]] == [Outcome.COMPLETED]
+    assert response.context["result"] == "3"
