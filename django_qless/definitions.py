@@ -39,10 +39,9 @@ from .results import (
     RESULT_KEY,
     JobResult,
     JobStatus,
-    ResultDoesNotExist,
     encode_value,
+    find_result,
     immediate_results,
-    result_of,
 )
 from .retry import RetryPolicy
 from .schedules import Schedule, as_schedules
@@ -193,18 +192,10 @@ class JobDefinition(Generic[P, R]):
         `results.IMMEDIATE_RESULTS`); others are read from Redis, as long as qless keeps
         the job. `ResultDoesNotExist` when no job of this klass has that jid.
         """
-        kept = immediate_results.get(jid)
-        if kept is not None and kept[0] == self.name:
-            return kept[1]
         settings = get_settings()
-        if not settings.immediate:
-            queue = self.queue or settings.default_queue
-            first = self.connection or alias_for_queue(queue)
-            for alias in dict.fromkeys([first, *settings.connections]):
-                job = get_client(alias).get_job(validation.jid(jid))
-                if job is not None and job.klass == self.name:
-                    return result_of(job)
-        raise ResultDoesNotExist(f"no job {self.name!r} with jid {jid!r}")
+        first = self.connection or alias_for_queue(self.queue or settings.default_queue)
+        aliases = [] if settings.immediate else [first, *settings.connections]
+        return find_result(self.name, jid, aliases)
 
     def kept_value(self, value: Any) -> Any:
         """A return value as stored, or `NOTHING` when this job keeps none.

@@ -21,11 +21,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .connection import get_client
 from .core import validation
 from .exceptions import JobDataError, QlessError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from .core import Failure, HistoryEntry, Job
 
@@ -173,6 +174,25 @@ def _from_failure(failure: Failure) -> JobError:
     if path is None:
         path = LEASE_LOST_PATH if failure.group.startswith("failed-retries-") else UNKNOWN_PATH
     return JobError(exception_class_path=path, traceback=failure.message)
+
+
+def find_result(klass: str, jid: str, aliases: Iterable[str]) -> JobResult:
+    """The result of a job of `klass`: kept by immediate mode, else read on `aliases`.
+
+    `ResultDoesNotExist` when neither holds a job of that klass with that jid.
+    """
+    kept = immediate_results.get(jid)
+    if kept is not None and kept[0] == klass:
+        return kept[1]
+    try:
+        validation.jid(jid)
+    except QlessError as exc:
+        raise ResultDoesNotExist(f"{jid!r} is not a jid") from exc
+    for alias in dict.fromkeys(aliases):
+        job = get_client(alias).get_job(jid)
+        if job is not None and job.klass == klass:
+            return result_of(job)
+    raise ResultDoesNotExist(f"no job {klass!r} with jid {jid!r}")
 
 
 def result_of(job: Job) -> JobResult:

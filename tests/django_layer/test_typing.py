@@ -1,4 +1,5 @@
-"""mypy sees through @qless_job: `.enqueue()` takes the function's parameters, minus `job`."""
+"""mypy sees through @qless_job: `.enqueue()` takes the function's parameters, minus `job`;
+an `async def` function's `.call()` is typed with its awaited value."""
 
 from __future__ import annotations
 
@@ -37,6 +38,20 @@ reveal_type(with_job.call(3))
 bare.enqueue("not an int")
 with_options.enqueue(1, 2)
 with_job.enqueue(None, 3)
+
+
+@qless_job
+async def coro(a: int) -> int:
+    return a
+
+
+@qless_job(queue="q", store_result=True)
+async def coro_with_options(a: int) -> str:
+    return str(a)
+
+
+reveal_type(coro.call(1))
+reveal_type(coro_with_options.call(1))
 '''
 
 
@@ -65,4 +80,7 @@ def test_enqueue_and_call_are_typed_from_the_function(tmp_path: Path) -> None:
         'error: Too many arguments for "enqueue" of "JobDefinition"  [call-arg]',
         'error: Argument 1 to "enqueue" of "JobDefinition" has incompatible type "None"; '
         'expected "int"  [arg-type]',
+        # An async function's value is the awaited one: the worker awaits it.
+        'note: Revealed type is "int"',
+        'note: Revealed type is "str"',
     ], result.stdout + result.stderr
