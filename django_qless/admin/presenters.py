@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from ..conf import get_settings
@@ -22,7 +22,7 @@ def when(seconds: float | int | None) -> datetime | None:
     """An epoch timestamp as an aware datetime (None for 0 or nonsense)."""
     if not seconds or seconds < 0 or seconds > 253402300799:
         return None
-    return datetime.fromtimestamp(float(seconds), tz=UTC)
+    return datetime.fromtimestamp(float(seconds), tz=timezone.utc)
 
 
 def masked(value: Any, keys: tuple[str, ...]) -> Any:

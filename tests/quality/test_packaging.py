@@ -17,6 +17,13 @@ tomllib = pytest.importorskip("tomllib")
 ROOT = Path(__file__).resolve().parents[2]
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 DJANGOS = ("5.2", "6.0", "6.1")
+# Standard-library names newer than Python 3.10, the oldest supported version (CI runs 3.11
+# and 3.12, so nothing else would notice them).
+NEWER_THAN_310 = re.compile(
+    r"from datetime import [^\n]*\bUTC\b|datetime\.UTC\b|^\s*import tomllib|\bStrEnum\b"
+    r"|asyncio\.TaskGroup|asyncio\.timeout\(|\bexcept\*|typing import [^\n]*\bSelf\b",
+    re.MULTILINE,
+)
 
 
 def project() -> dict[str, object]:
@@ -60,6 +67,16 @@ def test_readme_states_the_matrix() -> None:
                     if "Django 5.2" in line)
     assert f"Python {PYTHONS[0]} to {PYTHONS[-1]}" in sentence
     assert all(version in sentence for version in DJANGOS)
+
+
+def test_package_uses_no_standard_library_names_newer_than_python_310() -> None:
+    """Python 3.10 is supported: no module of the package needs 3.11's additions."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        for path in sorted((ROOT / "django_qless").rglob("*.py"))
+        for match in NEWER_THAN_310.finditer(path.read_text())
+    ]
+    assert offenders == []
 
 
 def wheel_bytes(names: list[str]) -> io.BytesIO:

@@ -52,8 +52,8 @@ def stats_day(text: str, now: float) -> datetime.datetime:
     try:
         date = datetime.date.fromisoformat(text)
     except ValueError:
-        date = datetime.datetime.fromtimestamp(now, tz=datetime.UTC).date()
-    return datetime.datetime.combine(date, datetime.time(12), tzinfo=datetime.UTC)
+        date = datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc).date()
+    return datetime.datetime.combine(date, datetime.time(12), tzinfo=datetime.timezone.utc)
 
 
 def tab_count(counts: QueueCounts, tab: str) -> int | None:
