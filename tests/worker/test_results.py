@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from django_qless import signals
 from django_qless.core import Client, RetryJob
 from django_qless.decorators import qless_job
 from django_qless.results import JobStatus, ResultDoesNotExist
-from django_qless.worker import Worker
+from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.aio import JobLoop
 from django_qless.worker.interrupt import Interrupter, LockLost
 
@@ -176,17 +177,44 @@ def test_an_async_job_runs_on_the_worker_s_one_loop(run_worker: Run) -> None:
 
 
 def test_a_time_limit_cancels_an_async_job_and_the_loop_serves_the_next(
-    qless: Client, run_worker: Run
+    qless: Client, run_worker: Run, workers: list[Worker]
 ) -> None:
     slow = async_sleeps.enqueue()
     after = async_add.enqueue(20, 22)
-    run_worker("q")
+    modes: list[bool] = []
+
+    def mode(sender: Any, **kwargs: Any) -> None:
+        modes.append(workers[-1].interrupter.signals)
+
+    signals.job_started.connect(mode)
+    try:
+        run_worker("q")
+    finally:
+        signals.job_started.disconnect(mode)
+    assert modes == [True, True]  # the timer's SIGALRM cancelled the task
     job = qless.get_job(slow)
     assert job is not None and job.state == "failed"
     assert job.failure is not None and job.failure.group == "q-TimeLimitExceeded"
     assert CANCELLED == [slow]  # the coroutine saw its cancellation
     assert async_add.result(after).value == 42
     assert len(LOOPS) == 2 and LOOPS[0] is LOOPS[1]
+
+
+def test_outside_the_main_thread_the_monitor_cancels_an_async_job(qless: Client) -> None:
+    slow = async_sleeps.enqueue()
+    after = async_add.enqueue(1, 1)
+    worker = Worker(WorkerOptions(queues=("q",), burst=True))
+    thread = threading.Thread(target=worker.run, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and time.monotonic() - started < 6.0
+    assert not worker.interrupter.signals
+    job = qless.get_job(slow)
+    assert job is not None and job.failure is not None
+    assert job.failure.group == "q-TimeLimitExceeded"
+    assert CANCELLED == [slow]
+    assert async_add.result(after).value == 2
 
 
 def test_a_lost_lock_cancels_an_async_job(qless: Client, run_worker: Run) -> None:
