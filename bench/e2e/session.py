@@ -106,8 +106,9 @@ def run(plan: Plan, args: argparse.Namespace) -> int:
         redis_version = ".".join(map(str, server.version))
     finally:
         server.stop()
+    now = datetime.datetime.now(datetime.timezone.utc)
     header = [
-        f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; machine: {machine()}",
+        f"date: {now:%Y-%m-%d %H:%M} UTC; machine: {machine()}",
         f"load average before/after: {load_before} / {os.getloadavg()[0]:.2f}",
         f"redis-server {redis_version}; jobs {args.jobs}; rounds {args.rounds}; "
         f"{describe(plan, args)}; logs in {logs}",
