@@ -289,8 +289,9 @@ def test_b6_a_hung_job_is_stopped_at_its_time_limit(
     assert [c for c in heartbeats if c.t <= stop.t]
     assert [c for c in heartbeats if c.t > stop.t] == []
     assert len(fails) == 1 and fails[0].t >= stop.t
-    # Nothing changed the failed job afterwards: no lease, no new history entry.
+    # Nothing changed the failed job afterwards: no lease, no history entry after its fail
+    # (the worker records the attempt's task-error just before failing it).
     assert (later.state, later.expires, later.worker) == ("failed", 0, "")
-    assert [entry.what for entry in later.history] == ["put", "popped", "failed"]
+    assert [entry.what for entry in later.history] == ["put", "popped", "task-error", "failed"]
     assert len(entries([fleet], jid, "start")) == 1
     assert report.clean, report.summary()
