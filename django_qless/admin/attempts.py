@@ -18,10 +18,8 @@ from datetime import datetime
 
 from ..core import Failure, HistoryEntry, Job
 from ..results import ERROR_EVENT, path_from_traceback
+from ..worker.report import HANDED_BACK
 from .presenters import first_line, when
-
-#: The worker's entry for a job given back unrun (`django_qless.worker.report.HANDED_BACK`).
-HANDED_BACK = "handed-back"
 
 
 class Outcome(str, enum.Enum):
