@@ -7,7 +7,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
 from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar, overload
 
-from .definitions import JobDefinition, seconds
+from .definitions import JobDefinition, Unique, seconds
 from .exceptions import InvalidJobError
 from .registry import registry
 from .retry import RetryPolicy
@@ -60,6 +60,7 @@ def qless_job(
     on_commit: bool | None = None,
     recur: Recur = None,
     store_result: bool | None = None,
+    unique: Unique = False,
 ) -> Decorator: ...
 
 
@@ -82,6 +83,7 @@ def qless_job(
     on_commit: bool | None = None,
     recur: Recur = None,
     store_result: bool | None = None,
+    unique: Unique = False,
 ) -> Callable[[Callable[Concatenate[Any, P], R]], JobDefinition[P, R]]: ...
 
 
@@ -94,6 +96,7 @@ def qless_job(func: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     `store_result=True` keeps the return value for `.result(jid)` (None: the
     `QLESS['STORE_RESULTS']` setting).
     `recur=` declares recurring schedules that `manage.py qless_recur` writes to Redis.
+    `unique=True` enqueues a call only while no job of its jid exists (see `JobDefinition`).
     """
     if func is not None:
         if options:

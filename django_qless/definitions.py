@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import inspect
 import math
 import time
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: `unique=`: False, True (the same as "active") or a `put_if_absent` policy.
+Unique = bool | Literal["active", "any"]
+
 #: Worker name reported by the signals of jobs run inline in immediate mode.
 IMMEDIATE_WORKER = "immediate"
 
@@ -83,6 +87,7 @@ class Submission:
     retries: int | None
     depends: tuple[str, ...]
     tracked: bool
+    unique: str | None  # a put_if_absent policy, or None for a plain put
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,9 @@ class JobDefinition(Generic[P, R]):
     on_commit: bool | None = None  # None: QLESS["ENQUEUE_ON_COMMIT"]
     db_alias: str | None = None
     store_result: bool | None = None  # None: QLESS["STORE_RESULTS"]
+    #: True ("active"): put only while no job of that jid exists but a completed one;
+    #: "any": a completed job blocks too. Without `jid`, the jid is derived from the call.
+    unique: Unique = False
     #: Schedules from `@qless_job(recur=...)`; `manage.py qless_recur` writes them to Redis.
     recur: tuple[Schedule, ...] = field(default=(), compare=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -134,12 +142,14 @@ class JobDefinition(Generic[P, R]):
         connection: str | None = None,
         on_commit: bool | None = None,
         using: str | None = None,
+        unique: Unique | None = None,
     ) -> JobDefinition[P, R]:
         """A copy with per-call overrides (None keeps the current value)."""
         given: dict[str, Any] = {
             "queue": queue, "priority": priority, "tags": tags, "retries": retries,
             "delay": seconds(delay), "depends": depends, "tracked": tracked, "jid": jid,
             "connection": connection, "on_commit": on_commit, "db_alias": using,
+            "unique": unique,
         }
         return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})
 
@@ -225,28 +235,37 @@ class JobDefinition(Generic[P, R]):
                 f"not in QLESS['CONNECTIONS'] (configured: {', '.join(settings.connections)})"
             )
         data = {"args": list(args), "kwargs": dict(kwargs)}
+        encoded = validation.encode_data(data, settings.max_payload_bytes)
         return Submission(
-            jid=self.jid or uuid.uuid4().hex,
+            jid=self.jid or (call_jid(self.name, encoded) if self.unique else uuid.uuid4().hex),
             klass=self.name,
             queue=queue,
             connection=connection,
-            encoded=validation.encode_data(data, settings.max_payload_bytes),
+            encoded=encoded,
             delay=self.delay,
             priority=self.priority,
             tags=self.tags,
             retries=self.retries,
             depends=self.depends,
             tracked=self.tracked,
+            unique=absent_policy(self.unique),
         )
 
     def _put(self, submission: Submission) -> None:
         """Write the job to Redis, then announce it."""
         client = get_client(submission.connection)
-        client.put(commands.put(
-            client.worker_name, submission.queue, submission.jid, submission.klass,
-            submission.encoded, submission.delay, priority=submission.priority,
-            tags=submission.tags, retries=submission.retries, depends=submission.depends,
-        ))
+        args = (client.worker_name, submission.queue, submission.jid, submission.klass,
+                submission.encoded, submission.delay)
+        options: dict[str, Any] = {
+            "priority": submission.priority, "tags": submission.tags,
+            "retries": submission.retries, "depends": submission.depends,
+        }
+        if submission.unique is None:
+            client.put(commands.put(*args, **options))
+        elif not client.put_if_absent(
+            commands.put_if_absent(submission.unique, *args, **options)
+        ).created:
+            return  # a unique job that exists already: nothing changes, nothing is announced
         if submission.tracked:
             # qless has no tracked flag on put: tracking is a second, separate command.
             client.track(submission.jid)
@@ -356,6 +375,18 @@ def decode_payload(job: JobLike) -> tuple[list[Any], dict[str, Any]]:
     return args, kwargs
 
 
+def absent_policy(unique: Unique) -> str | None:
+    """The `put_if_absent` policy for a `unique` option (None: a plain put)."""
+    if unique is False:
+        return None
+    return "active" if unique is True else unique
+
+
+def call_jid(klass: str, encoded: str) -> str:
+    """The jid of a unique job enqueued without one: the same for the same klass and data."""
+    return hashlib.sha256(f"{klass}\n{encoded}".encode()).hexdigest()[:32]
+
+
 def normalise(defn: JobDefinition[Any, Any]) -> None:
     """Check and normalise a definition's options in place (it is frozen, hence setattr)."""
     def put(name: str, value: Any) -> None:
@@ -381,6 +412,8 @@ def normalise(defn: JobDefinition[Any, Any]) -> None:
     for name in ("tracked", "takes_job"):
         if not isinstance(getattr(defn, name), bool):
             raise TypeError(f"{name} must be True or False")
+    if defn.unique not in (False, True, *commands.ABSENT_POLICIES):
+        raise TypeError("unique must be True, False, 'active' or 'any'")
     if defn.on_commit is not None and not isinstance(defn.on_commit, bool):
         raise TypeError("on_commit must be True, False or None")
     if defn.retry_policy is not None and not isinstance(defn.retry_policy, RetryPolicy):

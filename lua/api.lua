@@ -22,7 +22,7 @@ end
 -- (~1 us) or even a closure (~0.1 us) is paid every time, while these
 -- comparisons of interned strings cost next to nothing (hot commands first).
 -- failure.lua loads stats.lua itself.
-if name == 'put' or name == 'requeue' then
+if name == 'put' or name == 'requeue' or name == 'put.ifabsent' then
   run_module('put')
 elseif name == 'pop' then
   run_module('pop')

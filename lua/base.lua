@@ -93,6 +93,16 @@ local function need(value, message)
   return value
 end
 
+-- An identifier (jid, klass, queue, worker, failure group, config option):
+-- like need, and an empty string is refused too, since it would be written
+-- into keys and sets (`ql:q:-work`, a job with jid '') that no client can use.
+local function need_name(value, message)
+  if value == '' then
+    error(message .. ' or empty')
+  end
+  return need(value, message)
+end
+
 
 -- Reads `name value` pairs from args[first..] into a table; refuses an odd
 -- count. With `unknown` (an error prefix), names not in `allowed`

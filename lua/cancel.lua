@@ -45,6 +45,7 @@ end
 QlessAPI['cancel'] = function(_, jids)
   local listed = {}
   for _, jid in ipairs(jids) do
+    need_name(jid, 'Cancel(): Arg "jid" missing')
     listed[jid] = true
   end
   for _, jid in ipairs(jids) do

@@ -9,8 +9,8 @@ local function parse_complete(args)
   -- Every field complete sets is named here, nil ones too: the constructor
   -- then sizes the table once instead of it growing twice.
   local parsed = {
-    worker = need(args[2], 'Complete(): Arg "worker" missing'),
-    queue = need(args[3], 'Complete(): Arg "queue" missing'),
+    worker = need_name(args[2], 'Complete(): Arg "worker" missing'),
+    queue = need_name(args[3], 'Complete(): Arg "queue" missing'),
     raw = args[4],
     next = nil, delay = nil, depends = nil, live = nil, cap = nil,
   }
@@ -18,7 +18,7 @@ local function parse_complete(args)
     error('Complete(): Arg "data" missing or not JSON: ' .. tostring(args[4]))
   end
   local options = parse_options(args, 5, ' next delay depends ')
-  parsed.next = options['next']
+  parsed.next = options['next'] and need_name(options['next'], 'Complete(): Arg "next" missing')
   parsed.delay = need_number(options['delay'] or 0, 'Complete(): Arg "delay" not a number: ')
   parsed.depends = options['depends'] and json_list(options['depends'], 'Complete(): Arg "depends" not JSON: ')
   if options['delay'] and parsed.next == nil then
@@ -107,7 +107,7 @@ end
   ql:completed if tracked.
 ]]
 QlessAPI['complete'] = function(now, args)
-  local jid = need(args[1], 'Complete(): Arg "jid" missing')
+  local jid = need_name(args[1], 'Complete(): Arg "jid" missing')
   local p = parse_complete(args)
   local current = rcall('hmget', 'ql:j:' .. jid, 'worker', 'state', 'retries', 'queue', 'time', 'history')
   local owner, state = current[1], current[2]

@@ -52,7 +52,7 @@ end
 
 -- config.set(option, value): numeric options refuse anything but a number.
 function Qless.config.set(option, value)
-  need(option, 'config.set(): Arg "option" missing')
+  need_name(option, 'config.set(): Arg "option" missing')
   need(value, 'config.set(): Arg "value" missing')
   if is_numeric_option(option) and finite(value) == nil then
     error('config.set(): Arg "value" must be a number for "' .. option .. '": ' .. value)
@@ -62,7 +62,7 @@ function Qless.config.set(option, value)
 end
 
 function Qless.config.unset(option)
-  need(option, 'config.unset(): Arg "option" missing')
+  need_name(option, 'config.unset(): Arg "option" missing')
   Qless.publish('log', encode({ event = 'config_unset', option = option }))
   rcall('hdel', 'ql:config', option)
 end

@@ -96,7 +96,7 @@ end
           Job <jid> depending on <jids> would create a dependency cycle
 ]]
 QlessAPI['depends'] = function(now, args)
-  local jid = need(args[1], 'Depends(): Arg "jid" missing')
+  local jid = need_name(args[1], 'Depends(): Arg "jid" missing')
   local command = need(args[2], 'Depends(): Arg "command" missing')
   local state = rcall('hget', 'ql:j:' .. jid, 'state')
   if state ~= 'depends' then

@@ -102,9 +102,9 @@ end
   Publishes ql:log {jid, event:"failed", worker, group, message}; ql:failed if tracked.
 ]]
 function QlessJob.fail(now, jid, worker, group, message, raw)
-  need(jid, 'Fail(): Arg "jid" missing')
-  need(worker, 'Fail(): Arg "worker" missing')
-  need(group, 'Fail(): Arg "group" missing')
+  need_name(jid, 'Fail(): Arg "jid" missing')
+  need_name(worker, 'Fail(): Arg "worker" missing')
+  need_name(group, 'Fail(): Arg "group" missing')
   need(message, 'Fail(): Arg "message" missing')
   local data = raw and decode(raw)
   local current = rcall('hmget', 'ql:j:' .. jid, 'queue', 'state', 'worker', 'history')
@@ -160,10 +160,13 @@ end
   Publishes ql:failed (tracked) on exhaustion; no ql:log event.
 ]]
 function QlessJob.retry(now, jid, args)
-  need(jid, 'Retry(): Arg "jid" missing')
-  local queue = need(args.queue, 'Retry(): Arg "queue" missing')
-  local worker = need(args.worker, 'Retry(): Arg "worker" missing')
+  need_name(jid, 'Retry(): Arg "jid" missing')
+  local queue = need_name(args.queue, 'Retry(): Arg "queue" missing')
+  local worker = need_name(args.worker, 'Retry(): Arg "worker" missing')
   local delay = need_number(args.delay or 0, 'Retry(): Arg "delay" not a number: ')
+  if args.group ~= nil then
+    need_name(args.group, 'Retry(): Arg "group" missing')
+  end
   local key = 'ql:j:' .. jid
   local current = rcall('hmget', key, 'queue', 'state', 'retries', 'worker', 'priority', 'failure', 'history')
   local state, owner = current[2], current[4]
@@ -200,8 +203,8 @@ end
   Errors: Unfail(): Arg "queue" missing | Arg "group" missing | Arg "count" not a number: <v>
 ]]
 function QlessQueue.unfail(now, queue, group, count)
-  need(queue, 'Unfail(): Arg "queue" missing')
-  need(group, 'Unfail(): Arg "group" missing')
+  need_name(queue, 'Unfail(): Arg "queue" missing')
+  need_name(group, 'Unfail(): Arg "group" missing')
   count = need_count(count or 25, 'Unfail(): Arg "count" not a number: ')
   if count <= 0 then
     return 0

@@ -37,8 +37,8 @@ end
   Writes ql:j:<jid> (expires, worker, data), ql:w:<worker>:jobs, ql:workers, ql:q:<queue>-locks.
 ]]
 QlessAPI['heartbeat'] = function(now, a)
-  local jid = need(a[1], 'Heartbeat(): Arg "jid" missing')
-  local worker = need(a[2], 'Heatbeat(): Arg "worker" missing')
+  local jid = need_name(a[1], 'Heartbeat(): Arg "jid" missing')
+  local worker = need_name(a[2], 'Heatbeat(): Arg "worker" missing')
   local raw = a[3]
   local data = raw and decode(raw)
   local queue = check_heartbeat(jid, worker)
@@ -58,7 +58,7 @@ end
   Errors: Get(): Arg "jid" missing. Read-only.
 ]]
 QlessAPI['get'] = function(_, a)
-  local object = QlessJob.data(need(a[1], 'Get(): Arg "jid" missing'))
+  local object = QlessJob.data(need_name(a[1], 'Get(): Arg "jid" missing'))
   return object and encode(object) or nil
 end
 
@@ -77,7 +77,7 @@ end
           Job <jid> does not exist
 ]]
 QlessAPI['priority'] = function(_, a)
-  local jid = need(a[1], 'Priority(): Arg "jid" missing')
+  local jid = need_name(a[1], 'Priority(): Arg "jid" missing')
   local priority = need_number(a[2], 'Priority(): Arg "priority" missing or not a number: ')
   local queue = rcall('hget', 'ql:j:' .. jid, 'queue')
   if not queue then
@@ -138,7 +138,7 @@ end
           Argument "data" not a JSON object: <v> | Job <jid> does not exist
 ]]
 QlessAPI['log'] = function(now, a)
-  local jid = need(a[1], 'Log(): Argument "jid" missing')
+  local jid = need_name(a[1], 'Log(): Argument "jid" missing')
   local message = need(a[2], 'Log(): Argument "message" missing')
   local data = nil
   if a[3] then

@@ -112,8 +112,8 @@ end
 
 -- pop(queue, worker, count): up to `count` job objects, now owned by worker.
 function QlessQueue.pop(now, queue, worker, count)
-  need(queue, 'Pop(): Arg "queue" missing')
-  need(worker, 'Pop(): Arg "worker" missing')
+  need_name(queue, 'Pop(): Arg "queue" missing')
+  need_name(worker, 'Pop(): Arg "worker" missing')
   count = need_count(count, 'Pop(): Arg "count" missing or not a number: ')
   -- Which of ql:config, ql:tracked and the queue's -recur and -scheduled sets
   -- exist, in one EXISTS (a key named n times counts n times: 1 for the
@@ -174,7 +174,7 @@ end
   Errors: Peek(): Arg "queue" missing | Arg "count" missing or not a number: <v>
 ]]
 QlessAPI['peek'] = function(now, a)
-  local queue = need(a[1], 'Peek(): Arg "queue" missing')
+  local queue = need_name(a[1], 'Peek(): Arg "queue" missing')
   local count = need_count(a[2], 'Peek(): Arg "count" missing or not a number: ')
   local queued = rcall('exists', 'ql:q:' .. queue .. '-recur', 'ql:q:' .. queue .. '-scheduled') > 0
   local jids = candidates(queue, now, count, expired_locks(queue, now, count), queued)

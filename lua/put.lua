@@ -24,9 +24,9 @@ function QlessQueue.parse_put(args)
   -- sizes the table once instead of it growing.
   local p = {
     worker = a[1] or '',
-    queue = need(a[2], 'Put(): Arg "queue" missing'),
-    jid = need(a[3], 'Put(): Arg "jid" missing'),
-    klass = need(a[4], 'Put(): Arg "klass" missing'),
+    queue = need_name(a[2], 'Put(): Arg "queue" missing'),
+    jid = need_name(a[3], 'Put(): Arg "jid" missing'),
+    klass = need_name(a[4], 'Put(): Arg "klass" missing'),
     raw = a[5],
     delay = nil, retries = nil, priority = nil, tags = nil, depends = nil, live = nil,
   }
@@ -154,9 +154,38 @@ end
   Errors: Requeue(): Arg "jid" missing | Job <jid> does not exist, then put's errors.
 ]]
 QlessAPI['requeue'] = function(now, a)
-  local jid = need(put_positionals(a)[3], 'Requeue(): Arg "jid" missing')
+  local jid = need_name(put_positionals(a)[3], 'Requeue(): Arg "jid" missing')
   if rcall('exists', 'ql:j:' .. jid) == 0 then
     error('Requeue(): Job ' .. jid .. ' does not exist')
   end
   return QlessQueue.put(now, QlessQueue.parse_put(a))
+end
+
+--[[ put.ifabsent(policy, same arguments as put) -> {jid, outcome}
+  Extension (django_qless): a put that never replaces a job. `policy` says which
+  existing job blocks it: `any` (any state, completed included) or `active` (any
+  state but complete: a completed job is put again, as `put` would). outcome is
+  `put` when the job was written, else the state of the job that blocked it; a
+  blocked call writes nothing and publishes nothing. Other qless clients never
+  send it; put's own reply and behaviour are unchanged.
+  Errors: Put.ifabsent(): Arg "policy" must be "any" or "active": <v>, then put's.
+]]
+QlessAPI['put.ifabsent'] = function(now, a)
+  local policy = a[1]
+  if policy ~= 'any' and policy ~= 'active' then
+    error('Put.ifabsent(): Arg "policy" must be "any" or "active": ' .. tostring(policy))
+  end
+  local rest = {}
+  for i = 2, #a do
+    rest[i - 1] = a[i]
+  end
+  -- Parsed (every argument checked) before the existence check, so a malformed
+  -- call raises whether or not the job exists.
+  local p = QlessQueue.parse_put(rest)
+  local state = rcall('hget', 'ql:j:' .. p.jid, 'state')
+  if state and (policy == 'any' or state ~= 'complete') then
+    return { p.jid, state }
+  end
+  QlessQueue.put(now, p)
+  return { p.jid, 'put' }
 end

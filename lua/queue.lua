@@ -47,12 +47,15 @@ end
 
 --[[ length(queue) -> locks + waiting + scheduled. Errors: Length(): Arg "queue" missing ]]
 QlessAPI['length'] = function(_, a)
-  return QlessQueue.length(need(a[1], 'Length(): Arg "queue" missing'))
+  return QlessQueue.length(need_name(a[1], 'Length(): Arg "queue" missing'))
 end
 
 -- Runs `cmd key name...` for a non-empty list of names.
 local function for_names(a, cmd, key, message)
   need(a[1], message)
+  for i = 1, #a do
+    need_name(a[i], message)
+  end
   call_chunked(cmd, key, a)
 end
 

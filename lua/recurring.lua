@@ -6,8 +6,8 @@ load_module('options') -- need_integer, json_list, even without options
 -- Parses recur's arguments after the queue; raises before anything is written.
 local function parse_recur(args)
   local p = {
-    jid = need(args[2], 'RecurringJob On(): Arg "jid" missing'),
-    klass = need(args[3], 'RecurringJob On(): Arg "klass" missing'),
+    jid = need_name(args[2], 'RecurringJob On(): Arg "jid" missing'),
+    klass = need_name(args[3], 'RecurringJob On(): Arg "klass" missing'),
     raw = args[4],
   }
   local spec = need(args[5], 'RecurringJob On(): Arg "spec" missing')
@@ -32,7 +32,7 @@ end
 
 -- recur(queue, jid, klass, data, 'interval', seconds, offset, [options]).
 function QlessRecurringJob.recur(now, args)
-  local queue = need(args[1], 'Recur(): Arg "queue" missing')
+  local queue = need_name(args[1], 'Recur(): Arg "queue" missing')
   local p = parse_recur(args)
   local key = 'ql:r:' .. p.jid
   local old = rcall('hmget', key, 'count', 'queue')
@@ -49,7 +49,7 @@ end
 
 -- unrecur(jid): deletes the template; jobs it spawned stay.
 function QlessRecurringJob.unrecur(jid)
-  need(jid, 'Unrecur(): Arg "jid" missing')
+  need_name(jid, 'Unrecur(): Arg "jid" missing')
   local queue = rcall('hget', 'ql:r:' .. jid, 'queue')
   if queue then
     rcall('zrem', 'ql:q:' .. queue .. '-recur', jid)
@@ -60,7 +60,7 @@ end
 
 -- recur.get(jid): the template object, or nil.
 function QlessRecurringJob.data(jid)
-  need(jid, 'Recur(): Arg "jid" missing')
+  need_name(jid, 'Recur(): Arg "jid" missing')
   local v = rcall('hmget', 'ql:r:' .. jid, 'jid', 'klass', 'state', 'queue', 'priority', 'interval',
     'retries', 'count', 'data', 'tags', 'backlog')
   if not v[1] then
@@ -96,7 +96,9 @@ local function parse_update(args)
       if not decode(value) then
         error('Recur(): Arg "data" is not JSON-encoded: ' .. value)
       end
-    elseif name ~= 'klass' and name ~= 'queue' then
+    elseif name == 'klass' or name == 'queue' then
+      need_name(value, 'Recur(): Arg "' .. name .. '" missing')
+    else
       error('Recur(): Unrecognized option "' .. name .. '"')
     end
     pairs_[#pairs_ + 1] = { name, value }
@@ -124,7 +126,7 @@ end
 
 -- recur.update(jid, key, value...): changes a template; returns 1.
 function QlessRecurringJob.update(now, args)
-  local jid = need(args[1], 'Recur(): Arg "jid" missing')
+  local jid = need_name(args[1], 'Recur(): Arg "jid" missing')
   local updates = parse_update(args)
   if rcall('exists', 'ql:r:' .. jid) == 0 then
     error('Recur(): No recurring job ' .. jid)
@@ -257,7 +259,7 @@ end
 
 -- The tags after the jid, for recur.tag / recur.untag.
 local function tag_args(a, message)
-  local jid = need(a[1], message)
+  local jid = need_name(a[1], message)
   local tags = {}
   for i = 2, #a do
     tags[#tags + 1] = a[i]

@@ -11,7 +11,10 @@ end
 
 -- tag add jid tag...: adds the tags the job does not carry yet.
 local function tag_add(now, args)
-  local jid = need(args[2], 'Tag(): Arg "jid" missing')
+  local jid = need_name(args[2], 'Tag(): Arg "jid" missing')
+  for i = 3, #args do
+    need_name(args[i], 'Tag(): Arg "tag" missing')
+  end
   local tags = job_tags(jid)
   local present = {}
   for _, tag in ipairs(tags) do
@@ -32,7 +35,7 @@ end
 
 -- tag remove jid tag...: drops the given tags from the job.
 local function tag_remove(args)
-  local jid = need(args[2], 'Tag(): Arg "jid" missing')
+  local jid = need_name(args[2], 'Tag(): Arg "jid" missing')
   local tags = job_tags(jid)
   local drop = {}
   for i = 3, #args do
@@ -59,7 +62,7 @@ local function paging(offset, count, prefix)
 end
 
 local function tag_get(args)
-  local tag = need(args[2], 'Tag(): Arg "tag" missing')
+  local tag = need_name(args[2], 'Tag(): Arg "tag" missing')
   local offset, count = paging(args[3], args[4], 'Tag(): ')
   return {
     total = rcall('zcard', 'ql:t:' .. tag),
@@ -113,7 +116,7 @@ function Qless.track(now, command, jid)
     end
     return response
   end
-  need(jid, 'Track(): Arg "jid" missing')
+  need_name(jid, 'Track(): Arg "jid" missing')
   local action = string.lower(command)
   -- untrack also takes a jid whose job is gone (cancelled, expired) but which is
   -- still in ql:tracked: there is no other way to clear such an entry.
@@ -142,7 +145,7 @@ function Qless.jobs(now, args)
     local offset, count = paging(args[2], args[3], 'Jobs(): ')
     return rcall('zrevrange', 'ql:completed', offset, offset + count - 1)
   end
-  local queue = need(args[2], 'Jobs(): Arg "queue" missing')
+  local queue = need_name(args[2], 'Jobs(): Arg "queue" missing')
   local offset, count = paging(args[3], args[4], 'Jobs(): ')
   local prefix = 'ql:q:' .. queue
   if state == 'running' then

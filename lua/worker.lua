@@ -50,6 +50,6 @@ end
   Errors: WorkerDeregister(): Arg "worker" missing
 ]]
 QlessAPI['worker.deregister'] = function(_, a)
-  need(a[1], 'WorkerDeregister(): Arg "worker" missing')
+  need_name(a[1], 'WorkerDeregister(): Arg "worker" missing')
   call_chunked('zrem', 'ql:workers', a)
 end

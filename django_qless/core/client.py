@@ -22,7 +22,7 @@ from .exceptions import DependencyError, InvalidArgumentError
 from .job import Job
 from .memory_guard import DEFAULT_PUT_MEMORY_LIMIT, MemoryGuard
 from .queue import Queue
-from .records import Page, QueueCounts, Tracked, as_list
+from .records import Page, PutOutcome, QueueCounts, Tracked, as_list
 from .recurring import RecurringJob
 from .script import QlessScript
 from .workers import Workers
@@ -92,6 +92,14 @@ class Client:
         if command.name == "put":  # a requeue moves a job that is already stored
             self.memory.check(sum(len(arg) for arg in command.args if isinstance(arg, str)))
         return str(self.run(command))
+
+    def put_if_absent(self, command: Command) -> PutOutcome:
+        """Run a built `put_if_absent`; an existing job of that jid is left as it is.
+
+        Checked against Redis' memory first, as a new job is (`QueueFullError`).
+        """
+        self.memory.check(sum(len(arg) for arg in command.args if isinstance(arg, str)))
+        return PutOutcome.from_reply(self.run(command))
 
     def encode(self, data: Mapping[str, Any]) -> str:
         """Encode job data, enforcing JSON and the payload limit."""

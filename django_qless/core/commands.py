@@ -64,6 +64,19 @@ def put(
     return Command("requeue" if requeue else "put", tuple(args))
 
 
+#: What blocks a `put_if_absent`: a job of that jid in any state ("any"), or in any state
+#: but complete ("active": a completed job is put again).
+ABSENT_POLICIES = ("any", "active")
+
+
+def put_if_absent(policy: str, *args: Any, **options: Any) -> Command:
+    """`put.ifabsent` (a django_qless extension): `put`'s arguments, but an existing job of
+    that jid (per `policy`) is left exactly as it is."""
+    if policy not in ABSENT_POLICIES:
+        raise InvalidArgumentError(f"policy must be 'any' or 'active', got {policy!r}")
+    return Command("put.ifabsent", (policy, *put(*args, **options).args))
+
+
 def pop(queue: str, worker: str, count: int = 1) -> Command:
     """Lease up to `count` jobs of `queue` to `worker`."""
     return Command("pop", (queue, worker, count))

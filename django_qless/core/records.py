@@ -178,6 +178,23 @@ class Page:
 
 
 @dataclass(frozen=True)
+class PutOutcome:
+    """The reply of `put.ifabsent`: the jid, and whether this call wrote the job."""
+
+    jid: str
+    created: bool
+    #: The state of the job that blocked the put (None when it was created).
+    state: str | None
+
+    @classmethod
+    def from_reply(cls, reply: Any) -> PutOutcome:
+        """Build from the script's `[jid, "put" | state]`."""
+        jid, outcome = (str(part) for part in reply)
+        created = outcome == "put"
+        return cls(jid, created, None if created else outcome)
+
+
+@dataclass(frozen=True)
 class Tracked:
     """Tracked jobs, and tracked jids whose job no longer exists."""
 

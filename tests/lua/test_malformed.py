@@ -74,6 +74,50 @@ VALID_ARGS: dict[str, tuple[Any, ...]] = {
 }
 BAD_NOWS = ("abc", "nan", "inf", "-inf", "", "1e400", "１２３")
 
+# An empty string where a command takes a jid, klass, queue, worker, failure group, tag or
+# config option is refused like a missing one (put's worker may be empty: qless-py 0.11
+# sends none).
+EMPTY_IDENTIFIER_CASES: list[Case] = [
+    Case(f"{command}-{label}-empty", command, NOW, args)
+    for command, label, args in (
+        ("put", "queue", ("client", "", "new", "K", "{}", 0)),
+        ("put", "jid", ("client", "q", "", "K", "{}", 0)),
+        ("put", "klass", ("client", "q", "new", "", "{}", 0)),
+        ("requeue", "queue", ("client", "", "wait", "K", "{}", 0)),
+        ("requeue", "jid", ("client", "q", "", "K", "{}", 0)),
+        ("pop", "queue", ("", "w1", 1)),
+        ("pop", "worker", ("q", "", 1)),
+        ("complete", "worker", ("run", "", "q", "{}")),
+        ("complete", "next", ("run", "w1", "q", "{}", "next", "")),
+        ("fail", "group", ("run", "w1", "", "m")),
+        ("fail", "worker", ("run", "", "g", "m")),
+        ("retry", "queue", ("run", "", "w1")),
+        ("retry", "group", ("run", "q", "w1", 0, "", "m")),
+        ("heartbeat", "worker", ("run", "")),
+        ("cancel", "jid", ("",)),
+        ("cancel", "second-jid", ("sched", "")),
+        ("depends", "jid", ("", "on", "wait")),
+        ("priority", "jid", ("", 3)),
+        ("tag", "tag", ("add", "wait", "ok", "")),
+        ("track", "jid", ("track", "")),
+        ("log", "jid", ("", "msg")),
+        ("unfail", "queue", ("", "g")),
+        ("unfail", "group", ("q", "")),
+        ("pause", "queue", ("q", "")),
+        ("unpause", "queue", ("",)),
+        ("queue.forget", "queue", ("",)),
+        ("worker.deregister", "worker", ("",)),
+        ("config.set", "option", ("", "v")),
+        ("config.unset", "option", ("",)),
+        ("recur", "queue", ("", "r2", "K", "{}", "interval", 60, 0)),
+        ("recur", "jid", ("q", "", "K", "{}", "interval", 60, 0)),
+        ("recur", "klass", ("q", "r2", "", "{}", "interval", 60, 0)),
+        ("recur.update", "queue", ("rec", "queue", "")),
+        ("recur.update", "klass", ("rec", "klass", "")),
+        ("recur.tag", "jid", ("", "x")),
+    )
+]
+
 CASES: list[Case] = [
     # Every command refuses a `now` that is not a finite number.
     *(
@@ -197,6 +241,14 @@ CASES: list[Case] = [
     case("recur-update-retries-string", "recur.update", "rec", "retries", "abc"),
     case("recur-update-backlog-string", "recur.update", "rec", "backlog", "abc"),
     case("recur-update-data-not-json", "recur.update", "rec", "data", "{bad"),
+    # put.ifabsent (extension): its own policy argument, then put's checks
+    case("put-ifabsent-policy-missing", "put.ifabsent"),
+    case("put-ifabsent-policy-unknown", "put.ifabsent", "sometimes", *PUT),
+    case("put-ifabsent-data-not-json", "put.ifabsent", "any", "client", "q", "new", "K", "{x", 0),
+    case("put-ifabsent-jid-empty", "put.ifabsent", "any", "client", "q", "", "K", "{}", 0),
+    case("put-ifabsent-existing-bad-delay", "put.ifabsent", "any", "client", "q", "wait", "K",
+         "{}", "soon"),
+    *EMPTY_IDENTIFIER_CASES,
 ]
 
 
