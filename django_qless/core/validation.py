@@ -8,9 +8,11 @@ Rules:
   no control characters;
 - queue and worker names only read by (another client may have chosen them): 1 to 1024
   characters, no control characters;
+- no name holds a lone surrogate (``"\\ud800"``): it has no UTF-8 form, so Redis never sees it;
 - numbers: real ints/floats (``bool`` refused), finite;
 - counts: at least 1, clamped to `MAX_COUNT`;
-- job data: a JSON object with string keys, encoded with ``allow_nan=False``.
+- job data: a JSON object with string keys, encoded with ``allow_nan=False``, without lone
+  surrogates, its integers within +-`MAX_SAFE_INTEGER` (what every client reads back).
 """
 
 from __future__ import annotations
@@ -26,11 +28,15 @@ from .exceptions import InvalidArgumentError, JobDataError, PayloadTooLargeError
 MAX_COUNT = 1000
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 WORKER_PATTERN = re.compile(r"[A-Za-z0-9_.:@-]{1,256}")
-EXISTING_JID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,1024}")
-LABEL_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
+# Lone surrogates (\ud800-\udfff) are left out: they cannot be encoded as UTF-8.
+EXISTING_JID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f\ud800-\udfff]{1,1024}")
+LABEL_PATTERN = re.compile(r"[^\x00-\x1f\x7f\ud800-\udfff]{1,256}")
 #: Names read back from Redis (a queue or worker another qless client chose): reads accept
 #: any of them, so pages can show what any client wrote; writes use the strict rules above.
-EXISTING_NAME_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,1024}")
+EXISTING_NAME_PATTERN = re.compile(r"[^\x00-\x1f\x7f\ud800-\udfff]{1,1024}")
+#: Largest integer job data may hold: the Lua script's cjson and JavaScript read numbers as
+#: doubles, which hold every integer up to 2**53 - 1 and lose digits beyond.
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def queue_name(value: object) -> str:
@@ -126,29 +132,41 @@ def encode_data(data: object, max_bytes: int) -> str:
     """Encode job data as compact JSON, refusing anything that would not round-trip."""
     if not isinstance(data, Mapping):
         raise JobDataError(f"job data must be a JSON object (a dict), got {type(data).__name__}")
-    _check_keys(data)
+    _check_values(data)
     try:
         encoded = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise JobDataError(f"job data is not JSON-serialisable: {exc}") from exc
-    size = len(encoded.encode("utf-8"))
+    try:
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        raise JobDataError(f"job data holds a lone surrogate {bad!r}: no UTF-8 form") from exc
     if size > max_bytes:
         raise PayloadTooLargeError(f"job data is {size} bytes, the limit is {max_bytes}")
     return encoded
 
 
-def _check_keys(value: Any, depth: int = 0) -> None:
-    """Refuse non-string keys: json.dumps would silently turn 1 or None into strings."""
+def _check_values(value: Any, depth: int = 0) -> None:
+    """Refuse what json.dumps would silently change (non-string keys become strings) or
+    other clients would read back differently (integers beyond +-`MAX_SAFE_INTEGER`)."""
     if depth > 500:
         raise JobDataError("job data is nested too deeply")
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise JobDataError(f"job data keys must be strings, got {key!r}")
-            _check_keys(item, depth + 1)
+            _check_values(item, depth + 1)
     elif isinstance(value, list | tuple):
         for item in value:
-            _check_keys(item, depth + 1)
+            _check_values(item, depth + 1)
+    elif isinstance(value, int) and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        # str() of a huge int is slow (and refused past 4300 digits): name its size instead.
+        shown = str(value) if value.bit_length() < 200 else f"of {value.bit_length()} bits"
+        raise JobDataError(
+            f"job data integer {shown} is beyond +-(2**53 - 1): other qless clients "
+            "(the Lua script's cjson, JavaScript) would read it back with other digits"
+        )
 
 
 def decode_object(raw: str, what: str = "job data") -> dict[str, Any]:

@@ -283,7 +283,7 @@ def test_existing_jid_rule_accepts_other_clients_formats() -> None:
 
 
 def test_round_trip_of_nested_empties_and_unicode(client: Client) -> None:
-    data = {"a": [], "b": {}, "c": [[], {}], "d": "ünïcødé ✓", "e": None, "f": 1.5, "g": 10**18}
+    data = {"a": [], "b": {}, "c": [[], {}], "d": "ünïcødé ✓", "e": None, "f": 1.5, "g": 2**53 - 1}
     jid = client.queue("q").put("k", data)
     assert client.get_job(jid).data == data  # type: ignore[union-attr]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 import redis
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 
 from django_qless.connection import get_client, reset_clients
 from django_qless.core import (
@@ -24,12 +26,14 @@ from django_qless.core import (
     JobDataError,
     PayloadTooLargeError,
     UnknownJobError,
+    commands,
 )
 from django_qless.exceptions import QlessConfigurationError
 from django_qless.registry import registry
 from tests.conftest import snapshot
 from tests.faults.app import qless_jobs
 from tests.redis_harness import RedisServer
+from tests.tasks.conftest import TASKS
 
 pytestmark = pytest.mark.faults
 
@@ -192,3 +196,61 @@ def test_the_database_still_works_after_the_refusals(qless: Client) -> None:
     popped = qless.queue("default").pop(count=5)
     assert [job.klass for job in popped] == ["faults.work", "faults.work"]
     assert jid in [job.jid for job in popped]
+
+
+SURROGATE = "\ud800"
+#: The first integer a double (the script's cjson, JavaScript) cannot hold exactly.
+UNSAFE = 2**53
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: qless_jobs.work.enqueue(ms=SURROGATE),  # type: ignore[arg-type]
+        lambda: qless_jobs.work.enqueue(ms={SURROGATE: 1}),  # type: ignore[arg-type]
+        lambda: qless_jobs.work.using(priority=1).enqueue(ms=["ok", "x" + SURROGATE]),  # type: ignore[arg-type]
+        lambda: qless_jobs.work.enqueue(ms=UNSAFE),
+        lambda: qless_jobs.work.enqueue(ms=-UNSAFE),
+        lambda: qless_jobs.work.using(tags=["t"]).enqueue(ms=[{"id": 2**63}]),  # type: ignore[arg-type]
+        lambda: get_client().queue("q").put("faults.work", {"n": 10**30}),
+    ],
+    ids=["surrogate-arg", "surrogate-key", "surrogate-using", "2**53", "-2**53", "2**63-nested",
+         "core-put-10**30"],
+)
+def test_surrogates_and_unreadable_numbers_in_data_are_refused(
+    call: Callable[[], object], unchanged: Callable[..., Any]
+) -> None:
+    unchanged(JobDataError, call, "lone surrogate|beyond")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: qless_jobs.work.using(jid=SURROGATE).enqueue(),
+        lambda: qless_jobs.work.using(queue="q" + SURROGATE).enqueue(),
+        lambda: qless_jobs.work.using(tags=["t" + SURROGATE]).enqueue(),
+        lambda: qless_jobs.work.using(depends=[SURROGATE]).enqueue(),
+        lambda: get_client().queue("q").put("faults.work" + SURROGATE, {}),
+        lambda: get_client().put(commands.put("w", "q", SURROGATE, "faults.work", "{}")),
+        lambda: Client(get_client().redis, worker_name="w" + SURROGATE),
+    ],
+    ids=["using-jid", "using-queue", "using-tag", "using-depends", "core-klass", "builder-jid",
+         "worker-name"],
+)
+def test_surrogates_in_names_are_refused(
+    call: Callable[[], object], unchanged: Callable[..., Any]
+) -> None:
+    unchanged(InvalidArgumentError, call, "invalid")
+
+
+@pytest.mark.parametrize(
+    "args", [(SURROGATE, 1), (UNSAFE, 1), (1, -(2**64))], ids=["surrogate", "2**53", "-2**64"]
+)
+def test_the_tasks_backend_refuses_them_too(
+    args: tuple[Any, Any], qless: Client, unchanged: Callable[..., Any]
+) -> None:
+    from django_qless.tasks import TaskArgumentsError  # noqa: PLC0415 - needs TASKS set
+
+    with override_settings(TASKS=TASKS):
+        tasks = importlib.import_module("tests.tasks.taskapp.tasks")
+        unchanged(TaskArgumentsError, lambda: tasks.add.enqueue(*args), "surrogate|beyond")
