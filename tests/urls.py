@@ -1,6 +1,9 @@
-"""URLs for the test suite: the stock admin, nothing of django_qless's own."""
+"""URLs for the test suite: the stock admin and django_qless's own (metrics)."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("qless/", include("django_qless.urls")),
+]

@@ -113,11 +113,28 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         admin=read_admin(reader, raw.get("ADMIN", {})),
         recurring=MappingProxyType(reader.mapping(raw, "RECURRING", "QLESS")),
         store_results=reader.boolean(raw, "STORE_RESULTS", "QLESS", DEFAULTS.store_results),
+        metrics_token=read_metrics_token(reader, raw),
         result_max_bytes=cast(
             int, reader.integer(raw, "RESULT_MAX_BYTES", "QLESS", DEFAULTS.result_max_bytes)
         ),
+        require_durable_redis=reader.boolean(
+            raw, "REQUIRE_DURABLE_REDIS", "QLESS", DEFAULTS.require_durable_redis
+        ),
     )
     return (None if reader.problems else result), tuple(reader.problems)
+
+
+def read_metrics_token(reader: Reader, raw: Mapping[str, Any]) -> str | None:
+    """`METRICS_TOKEN`: None, or a secret of at least 16 printable ASCII characters."""
+    token = raw.get("METRICS_TOKEN")
+    if token is None:
+        return None
+    if not (isinstance(token, str) and len(token) >= 16 and token.isascii()
+            and token.isprintable() and " " not in token):
+        reader.error("E040", "QLESS['METRICS_TOKEN']",
+                     "must be a string of at least 16 printable ASCII characters without spaces")
+        return None
+    return token
 
 
 def read_memory_limit(reader: Reader, raw: Mapping[str, Any]) -> float | None:

@@ -16,7 +16,8 @@ DEFAULT_ALIAS = "default"
 TOP_KEYS = (
     "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
     "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
-    "RECURRING", "PUT_MEMORY_LIMIT", "STORE_RESULTS", "RESULT_MAX_BYTES",
+    "RECURRING", "PUT_MEMORY_LIMIT", "STORE_RESULTS", "RESULT_MAX_BYTES", "METRICS_TOKEN",
+    "REQUIRE_DURABLE_REDIS",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
@@ -82,6 +83,10 @@ class QlessSettings:
     store_results: bool = False
     #: Largest stored return value of a `@qless_job`, in bytes of UTF-8 JSON.
     result_max_bytes: int = 64 * 1024
+    #: Refuse to start a worker on a Redis that can lose acknowledged puts (else warn).
+    require_durable_redis: bool = False
+    #: Bearer token that lets a Prometheus scraper read the metrics view (None: staff only).
+    metrics_token: str | None = None
     #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
     recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 

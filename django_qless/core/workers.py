@@ -41,6 +41,10 @@ class Workers:
         if names:
             self.client.run(commands.forget_workers(names))
 
+    def seen_since(self, when: float) -> int:
+        """How many workers qless saw (pop or heartbeat) at `when` or later."""
+        return int(self.client.redis.zcount(keys.WORKERS, when, "+inf"))
+
     def last_seen(self, names: Sequence[str]) -> list[float | None]:
         """When qless last saw each worker (pop or heartbeat), None for one it does not know."""
         # The script's `workers` lists only workers younger than max-worker-age: read the

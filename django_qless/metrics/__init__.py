@@ -1,0 +1,1 @@
+"""Prometheus metrics: what qless holds in Redis, as metric families (`prometheus_client`)."""
