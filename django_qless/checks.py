@@ -1,16 +1,25 @@
-"""System checks: the `QLESS` setting and the registered jobs (no network I/O)."""
+"""System checks: the `QLESS` setting, the registered jobs, and what Redis holds.
+
+The settings and job checks do no network I/O. The lease check reads each connection's
+shared qless configuration, and the deploy check (`check --deploy`) its persistence
+settings; an unreachable Redis is a warning there, never an error, so `manage.py check`
+keeps working without Redis. Both are skipped in immediate mode, which needs no Redis.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import redis
 from django.apps import AppConfig
 from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 
 from . import conf
-from .connection import alias_for_queue
+from .connection import alias_for_queue, get_client
+from .core import QlessError
+from .core.persistence import read_persistence
 from .registry import registry
 
 TAG = "django_qless"
@@ -68,3 +77,66 @@ def check_recurring(
     from .recurring.checks import recurring_messages  # noqa: PLC0415 - keeps checks.py light
 
     return recurring_messages()
+
+
+@register(TAG)
+def check_lease_settings(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Unsafe leases, grace period or concurrency caps in each connection's qless config."""
+    messages: list[CheckMessage] = []
+    for alias in _redis_aliases():
+        try:
+            found = get_client(alias).config.lease_problems()
+        except (redis.RedisError, QlessError) as exc:
+            messages.append(_unreachable(alias, "qless configuration", exc))
+            continue
+        messages += [CheckWarning(
+            problem, obj=f"QLESS connection {alias!r}", id="django_qless.W002",
+            hint="workers refuse to start, and running ones stop popping, until it is "
+            "fixed: set it with Client.config.put(), or unset it for the default",
+        ) for problem in found]
+    return messages
+
+
+@register(TAG, deploy=True)
+def check_redis_persistence(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Redis must keep acknowledged puts across a crash (an error with REQUIRE_DURABLE_REDIS)."""
+    messages: list[CheckMessage] = []
+    required = bool(_redis_aliases()) and conf.get_settings().require_durable_redis
+    for alias in _redis_aliases():
+        try:
+            problem = read_persistence(get_client(alias).redis).problem
+        except redis.RedisError as exc:
+            messages.append(_unreachable(alias, "persistence settings", exc))
+            continue
+        if problem is None:
+            continue
+        kind = Error if required else CheckWarning
+        messages.append(kind(
+            problem, obj=f"QLESS connection {alias!r}",
+            id="django_qless.E050" if required else "django_qless.W004",
+            hint="workers refuse to start while QLESS['REQUIRE_DURABLE_REDIS'] is on"
+            if required else "set QLESS['REQUIRE_DURABLE_REDIS'] = True to make workers "
+            "refuse such a Redis",
+        ))
+    return messages
+
+
+def _redis_aliases() -> list[str]:
+    """The connections to look at: none with bad settings or in immediate mode."""
+    if conf.problems():
+        return []  # check_settings reports those
+    settings = conf.get_settings()
+    return [] if settings.immediate else list(settings.connections)
+
+
+def _unreachable(alias: str, what: str, exc: Exception) -> CheckMessage:
+    """The warning for a Redis that could not be read (never an error: Redis may be down)."""
+    return CheckWarning(
+        f"cannot read the {what} of QLESS connection {alias!r}: {exc}",
+        obj=f"QLESS connection {alias!r}", id="django_qless.W003",
+        hint="checked again by each worker at start-up",
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from . import commands
@@ -110,6 +111,58 @@ class Config:
             self.unset(key)
         else:
             self.set(key, value)
+
+    def lease_problems(self, queues: Iterable[str] | None = None) -> list[str]:
+        """What in the stored lease settings is unsafe for `queues` (None: every queue)."""
+        return lease_problems(self.as_text(), queues)
+
+
+def lease_problems(values: Mapping[str, str], queues: Iterable[str] | None = None
+                   ) -> list[str]:
+    """Unsafe lease settings among `values` (`Config.as_text()`), one line each.
+
+    Another qless client may store what `Config.set` refuses (qless's own tests store
+    negative leases to force expiry). A lease of 0 s or less makes every lock expire at
+    once, so several workers hold one job; a negative grace period or concurrency cap is
+    as meaningless to the script. `queues` None judges every queue the values name.
+    """
+    names = sorted(_queues_named(values)) if queues is None else list(queues)
+    keys = ["heartbeat"] if queues is None else []
+    keys += [_lease_key(values, name) for name in names]
+    found = [_judge(values, key, "lease", exclusive=True) for key in dict.fromkeys(keys)]
+    found.append(_judge(values, "grace-period", "grace period", exclusive=False))
+    found += [_judge(values, f"{name}-max-concurrency", "concurrency cap", exclusive=False)
+              for name in names]
+    return [problem for problem in found if problem is not None]
+
+
+def _queues_named(values: Mapping[str, str]) -> set[str]:
+    """Queues with a `<queue>-heartbeat` or `<queue>-max-concurrency` value."""
+    return {key[: -len(suffix)] for key in values for suffix in QUEUE_SUFFIXES
+            if key.endswith(suffix) and len(key) > len(suffix)}
+
+
+def _lease_key(values: Mapping[str, str], queue: str) -> str:
+    """The key the script reads a queue's lease from: its own, else the global one."""
+    own = f"{queue}-heartbeat"
+    return own if own in values else "heartbeat"
+
+
+def _judge(values: Mapping[str, str], key: str, what: str, *, exclusive: bool) -> str | None:
+    """The problem with one stored value (absent is fine: the script's default applies)."""
+    text = values.get(key)
+    if text is None:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    bound = "> 0" if exclusive else ">= 0"
+    if not math.isfinite(number):
+        return f"qless config {key} = {text!r}: the {what} must be a number {bound}"
+    if number < 0 or (exclusive and number == 0):
+        return f"qless config {key} = {text}: the {what} must be {bound}"
+    return None
 
 
 

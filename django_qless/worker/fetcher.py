@@ -32,6 +32,7 @@ from ..core import (
     ScriptNotLoadedError,
     commands,
 )
+from .health import LeaseGuard
 from .held import DurationAverage, Held, HeldJobs
 from .monitor import RECENT_TTL
 from .options import WorkerOptions
@@ -56,13 +57,22 @@ class Fetcher:
         self.batch = Batch(client)
         self.held = HeldJobs(client, self.batch)
         self.durations = DurationAverage()
+        #: Pops wait while the shared lease settings are unsafe (the monitor checks).
+        self.lease_guard = LeaseGuard(client, order.queues)
         #: Jobs run so far (`--max-jobs` counts them, and the jobs held after them).
         self.jobs_run = 0
         #: How many jobs ended each way, by `Outcome` value.
         self.outcomes: Counter[str] = Counter()
 
     def next_job(self) -> Job | None:
-        """A held job (in pop order) if there is one, else the next from the queues."""
+        """A held job (in pop order) if there is one, else the next from the queues.
+
+        None also while the lease settings are unsafe: held jobs go back to their queue.
+        """
+        if not self.lease_guard.safe:
+            self.settle()
+            self.hand_back_held("unsafe lease settings")
+            return None
         while (held := self.held.next()) is not None:
             self.batch.collect()  # answers to earlier completions: their signals come first
             if self._still_ours(held):
@@ -222,7 +232,7 @@ class Fetcher:
     def _asks(self, count: int) -> list[tuple[Queue, int]]:
         """The pops that ask for `count` jobs: one from the first queue when `ordered`; else
         one job per queue in turn (round-robin moves on at once, as if each gave one)."""
-        if count <= 0:
+        if count <= 0 or not self.lease_guard.safe:
             return []
         order = self.order.round()
         if self.options.strategy == "ordered":

@@ -5,11 +5,16 @@
 - Clock skew: qless takes `now` from its callers, so lock expiry is computed with each
   worker's clock. Two workers within a quarter of the lease of Redis' `TIME` differ by at
   most half a lease, so a lock renewed on time never looks expired to the other one.
+- Leases: any qless client can store a lease of 0 s or less, a negative grace period or
+  concurrency cap in the shared configuration; with those, several workers hold one job.
+- Persistence: without an AOF, or with `appendfsync no`, Redis dying loses acknowledged
+  puts. A warning, or a refusal with `QLESS['REQUIRE_DURABLE_REDIS']`.
 
 `check_startup()` raises `QlessConfigurationError` listing every problem found. A Redis
 that refuses `INFO` or `TIME` (managed services rename or forbid commands) is not a
 problem in itself: that check is skipped with a warning. `ClockWatch` repeats the clock
-check while the worker runs, since a clock can also be stepped after start-up.
+check while the worker runs, since a clock can also be stepped after start-up, and
+`LeaseGuard` repeats the lease check, pausing the worker's pops while it fails.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from typing import Any
 
 import redis
 
-from ..core import Client, Queue
+from .. import conf
+from ..core import Client, QlessError, Queue
+from ..core.persistence import read_persistence
 from ..exceptions import QlessConfigurationError
 
 logger = logging.getLogger("django_qless.worker")
@@ -77,16 +84,54 @@ def shortest_lease(queues: Sequence[Queue]) -> tuple[str, float]:
     return min(leases, key=lambda item: item[1])
 
 
-def check_startup(client: Client, queues: Sequence[Queue]) -> None:
-    """Run every check; raise `QlessConfigurationError` with all the problems found."""
-    problems = [found for check in (_eviction, _skew) if (found := check(client, queues))]
+def check_startup(client: Client, queues: Sequence[Queue], *,
+                  require_durable: bool | None = None) -> None:
+    """Run every check; raise `QlessConfigurationError` with all the problems found.
+
+    `require_durable` (default: `QLESS['REQUIRE_DURABLE_REDIS']`) makes a Redis that can
+    lose acknowledged puts a problem; otherwise it is logged as a warning.
+    """
+    if require_durable is None:
+        require_durable = conf.get_settings().require_durable_redis
+    leases = lease_problem(client, queues)
+    # The clock budget is a quarter of the lease: it cannot be judged without good leases.
+    found = (_eviction(client), leases, None if leases else _skew(client, queues))
+    problems = [problem for problem in found if problem]
+    durability = _persistence(client)
+    if durability and require_durable:
+        problems.append(f"{durability} (QLESS['REQUIRE_DURABLE_REDIS'] is on)")
+    elif durability:
+        logger.warning("qless worker: %s", durability)
     if problems:
         raise QlessConfigurationError("; ".join(problems))
 
 
-def _eviction(client: Client, queues: Sequence[Queue]) -> str | None:
+def lease_problem(client: Client, queues: Sequence[Queue]) -> str | None:
+    """The unsafe lease settings of the queues' shared configuration, on one line, or None."""
+    found = client.config.lease_problems([queue.name for queue in queues])
+    return "; ".join(found) if found else None
+
+
+def _persistence(client: Client) -> str | None:
+    """How Redis can lose acknowledged puts, or None; an accepted risk is noted at INFO."""
+    try:
+        persistence = read_persistence(client.redis)
+    except redis.ResponseError as exc:
+        logger.warning("qless worker: cannot check Redis persistence (%s); skipped", exc)
+        return None
+    if persistence.note:
+        logger.info("qless worker: %s", persistence.note)
+    return persistence.problem
+
+
+def _eviction(client: Client) -> str | None:
     """The eviction check, skipped when INFO is refused."""
     return _guarded("maxmemory-policy", lambda: eviction_problem(client.redis.info("memory")))
+
+
+def check_interval(lease: float) -> float:
+    """Seconds between two checks of a running worker: half the lease, within bounds."""
+    return min(max(lease / 2, CLOCK_CHECK_MIN), CLOCK_CHECK_MAX)
 
 
 def _skew(client: Client, queues: Sequence[Queue]) -> str | None:
@@ -122,8 +167,62 @@ class ClockWatch:
         self._due = now + CLOCK_CHECK_MAX
         try:
             name, lease = shortest_lease(self.queues)
-            self._due = now + min(max(lease / 2, CLOCK_CHECK_MIN), CLOCK_CHECK_MAX)
+            self._due = now + check_interval(lease)
             return _guarded("clock skew", lambda: skew_problem(measure_skew(self.client),
                                                                 name, lease))
         except redis.RedisError:
             return None  # the worker's loop reports Redis being away; check again later
+        except QlessError:
+            self._due = now + CLOCK_CHECK_MIN
+            return None  # an unreadable lease: `LeaseGuard` pauses the worker over it
+
+
+class LeaseGuard:
+    """Re-reads the lease settings of a running worker; pops wait while they are unsafe.
+
+    The monitor thread calls `poll()` on the clock check's cadence (half the shortest
+    lease, within bounds; the shortest bound while the settings are bad) and before each
+    lease renewal; the job thread only reads `safe`. Jobs already running finish, but their
+    lease is not renewed meanwhile: a renewal would take its expiry from the bad setting,
+    while the last good renewal still holds the lock.
+    """
+
+    def __init__(self, client: Client, queues: Sequence[Queue]) -> None:
+        self.client = client
+        self.queues = queues
+        #: The problem found by the latest check; None while the settings are safe.
+        self.problem: str | None = None
+        self._due = time.monotonic() + CLOCK_CHECK_MIN
+
+    @property
+    def safe(self) -> bool:
+        """Whether popping and renewing are safe, as of the latest check."""
+        return self.problem is None
+
+    def poll(self, *, force: bool = False) -> None:
+        """Check the settings when a check is due (or now, with `force`)."""
+        now = time.monotonic()
+        if force or now >= self._due:
+            self._check(now)
+
+    def _check(self, now: float) -> None:
+        """Read the settings, log a change either way, and schedule the next check."""
+        try:
+            problem = lease_problem(self.client, self.queues)
+        except redis.RedisError:
+            self._due = now + CLOCK_CHECK_MIN
+            return  # the worker's loop reports Redis being away; keep the last verdict
+        name = self.client.worker_name
+        if problem and problem != self.problem:
+            logger.error("qless worker %s: %s; not popping until it is fixed", name, problem)
+        elif problem is None and self.problem is not None:
+            logger.warning("qless worker %s: lease settings fixed; popping again", name)
+        self.problem = problem
+        self._due = now + (CLOCK_CHECK_MIN if problem else self._interval())
+
+    def _interval(self) -> float:
+        """The clock check's interval for these queues (the shortest one if unreadable)."""
+        try:
+            return check_interval(shortest_lease(self.queues)[1])
+        except QlessError:
+            return CLOCK_CHECK_MIN

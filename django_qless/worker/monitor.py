@@ -5,6 +5,8 @@ worker's own pub/sub channel (`keys.worker_channel`), where qless publishes `loc
 `canceled` for jobs this worker holds, so a lost lock is seen at once; between messages it
 wakes up for the next heartbeat, the time limit (when no timer enforces it) and the
 shutdown deadline. While no job runs, it only wakes every `TICK` seconds.
+It also re-checks the shared lease settings (`health.LeaseGuard`), whose verdict
+holds the fetcher's pops and the renewals while they are unsafe.
 
 Threads: `begin()` and `end()` are called by the worker's job thread; everything else runs
 in the monitor thread. From there it interrupts the job thread (`Interrupter`), and acts
@@ -248,6 +250,8 @@ class Monitor(threading.Thread):
         """Deadlines and heartbeats for the running job; parent liveness."""
         if self.parent_pid is not None and os.getppid() != self.parent_pid:
             self.stop.request("supervisor exited")
+        if self.fetcher is not None:
+            self.fetcher.lease_guard.poll()
         running = self.current
         if running is None or running.interrupted is not None:
             return
@@ -280,6 +284,13 @@ class Monitor(threading.Thread):
     def _heartbeat(self, running: RunningJob) -> None:
         """Renew the lock; a refusal means the lock is lost."""
         running.next_heartbeat = time.monotonic() + running.interval
+        if self.fetcher is not None:
+            guard = self.fetcher.lease_guard
+            guard.poll(force=True)
+            if not guard.safe:
+                # The renewal would take its expiry from the unsafe lease setting; the
+                # lock keeps the expiry of its last good renewal instead.
+                return
         try:
             running.job.heartbeat()
             self.heartbeats += 1

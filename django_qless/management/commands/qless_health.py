@@ -5,6 +5,10 @@ qless then records the current time as the worker's last-seen time.
 An idle worker pops at least every `--poll-interval`, a busy one renews its lease every
 heartbeat interval, so a score older than both means the worker is stuck (Redis errors,
 a wedged process) or gone. A worker that stopped gracefully removes its own entry.
+
+It also reads the shared qless configuration: unsafe lease settings make every worker
+stop popping, so they make the probe fail too. Redis persistence that can lose
+acknowledged puts is a warning on stderr (a failure with `QLESS['REQUIRE_DURABLE_REDIS']`).
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ... import conf
 from ...conf import DEFAULT_ALIAS
 from ...connection import get_client
-from ...core import QlessError, keys
+from ...core import Client, QlessError, keys
+from ...core.persistence import read_persistence
 from .qless_worker import positive_int, positive_seconds
 
 #: Default `--max-age`: above the default poll interval (5 s) and heartbeat interval
@@ -57,11 +63,11 @@ class Command(BaseCommand):
             client = get_client(connection)
             scores = client.workers.last_seen(wanted)
             now = client.now()
+            problems = client.config.lease_problems() + self._persistence(client)
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         except redis.RedisError as exc:
             raise CommandError(f"cannot reach Redis: {exc}") from exc
-        problems: list[str] = []
         for name, seen in zip(wanted, scores, strict=True):
             if seen is None:
                 problems.append(f"{name}: not in {keys.WORKERS} (not started yet, stopped, "
@@ -72,6 +78,22 @@ class Command(BaseCommand):
                 self.stdout.write(f"{name}: seen {max(now - seen, 0.0):.1f}s ago")
         if problems:
             raise CommandError("unhealthy: " + "; ".join(problems))
+
+    def _persistence(self, client: Client) -> list[str]:
+        """A persistence risk: a problem with REQUIRE_DURABLE_REDIS, else a warning line."""
+        try:
+            persistence = read_persistence(client.redis)
+        except redis.ResponseError as exc:
+            self.stderr.write(f"warning: cannot check Redis persistence ({exc})")
+            return []
+        if persistence.note:
+            self.stdout.write(persistence.note)
+        if persistence.problem is None:
+            return []
+        if conf.get_settings().require_durable_redis:
+            return [f"{persistence.problem} (QLESS['REQUIRE_DURABLE_REDIS'] is on)"]
+        self.stderr.write(f"warning: {persistence.problem}")
+        return []
 
 
 def _names(names: list[str], name_env: str | None) -> list[str]:
