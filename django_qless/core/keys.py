@@ -1,9 +1,10 @@
 """Every Redis key and pub/sub channel of the qless schema that Python reads or listens to.
 
-The script writes these keys; Python only reads a few of them directly where the script
+The script writes the qless keys; Python only reads a few of them directly where the script
 has no paginated or side-effect-free query (waiting jobs in pop order, tracked jids, the
 workers' last-seen times, recurring next-run scores) and subscribes to the channels. This
-module is the only place outside `lua/` that spells them out.
+module is the only place outside `lua/` that spells them out. Keys under `OWN_PREFIX` are
+django_qless's own, written by Python.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ PLAIN_CHANNELS = (
     "ql:track",
     "ql:untrack",
 )
+#: Namespace of django_qless's own keys (extensions: no other qless client reads or writes
+#: them; each is listed in lua/README.md and docs/pages/compatibility.md).
+OWN_PREFIX = "ql:django_qless:"
 #: Sorted sets of one queue: `ql:q:<queue>-<kind>`.
 QUEUE_SETS = ("work", "locks", "scheduled", "depends", "recur")
 
@@ -54,6 +58,15 @@ def queue_set(queue: str, kind: str) -> str:
 def worker_channel(worker: str) -> str:
     """The channel where qless tells one worker about its jobs (`lock_lost`, `canceled`)."""
     return f"ql:w:{worker}"
+
+
+def worker_presence(worker: str) -> str:
+    """The hash a `qless_worker` process publishes about itself (expires when it stops)."""
+    return f"{OWN_PREFIX}worker:{worker}"
+
+
+#: Every worker presence hash (for SCAN).
+WORKER_PRESENCE_PATTERN = f"{OWN_PREFIX}worker:*"
 
 
 def channel_name(channel: str) -> str:
