@@ -65,8 +65,9 @@ def worker_presence(worker: str) -> str:
     return f"{OWN_PREFIX}worker:{worker}"
 
 
-#: Every worker presence hash (for SCAN).
-WORKER_PRESENCE_PATTERN = f"{OWN_PREFIX}worker:*"
+#: The worker presence hashes ever published (zset: worker name -> last publish time),
+#: so listing them needs no SCAN of the whole keyspace.
+WORKER_PRESENCE_INDEX = f"{OWN_PREFIX}workers"
 
 
 def channel_name(channel: str) -> str:

@@ -1,0 +1,79 @@
+"""The worker's presence: who it is and what it is doing, published for the admin.
+
+Published from the monitor thread every `INTERVAL` seconds under a key of django_qless's
+own that expires after `TTL` (see `core.presence`), so a worker that stops reporting
+(killed, frozen, cut off) disappears from the live list by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+
+import redis
+
+from .. import __version__
+from ..core import Client, QlessError
+from ..core.presence import Presence, RunningJob, publish, withdraw
+from .rss import rss_mb
+from .state import RunningJob as Running
+
+logger = logging.getLogger("django_qless.worker")
+
+#: Seconds between two publications.
+INTERVAL = 5.0
+#: Seconds a publication stays readable: three missed ones mark the worker as silent.
+TTL = 3 * INTERVAL
+
+
+class PresenceReporter:
+    """Publishes this process' presence; never raises into the monitor thread."""
+
+    def __init__(self, client: Client, queues: tuple[str, ...],
+                 current: Callable[[], Running | None],
+                 counts: Callable[[], tuple[int, int]]) -> None:
+        self.client = client
+        self.queues = queues
+        self.current = current
+        self.counts = counts
+        self.started = time.time()
+        self.host = socket.gethostname()
+        self._next = 0.0
+
+    def maybe_publish(self) -> None:
+        """Publish when `INTERVAL` has passed since the last publication."""
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + INTERVAL
+        try:
+            publish(self.client, self.snapshot(), TTL)
+        except (redis.RedisError, QlessError, OSError) as exc:
+            # Reporting is best effort: the job loop has its own handling of a lost Redis.
+            logger.debug("qless worker %s: presence not published: %s",
+                         self.client.worker_name, exc)
+
+    def snapshot(self) -> Presence:
+        """This process, now."""
+        done, failed = self.counts()
+        running = self.current()
+        jobs: tuple[RunningJob, ...] = ()
+        if running is not None:
+            started = time.time() - (time.monotonic() - running.started)
+            jobs = (RunningJob(running.job.jid, running.job.klass, started),)
+        return Presence(
+            name=self.client.worker_name, host=self.host, pid=os.getpid(),
+            version=__version__, queues=self.queues, started=self.started, seen=time.time(),
+            done=done, failed=failed, rss_bytes=int(rss_mb() * 1_048_576), running=jobs,
+        )
+
+    def withdraw(self) -> None:
+        """A clean stop: remove the presence now rather than letting it expire."""
+        try:
+            withdraw(self.client, self.client.worker_name)
+        except (redis.RedisError, OSError) as exc:
+            logger.debug("qless worker %s: presence not withdrawn: %s",
+                         self.client.worker_name, exc)
