@@ -14,6 +14,7 @@ QLESS = {
     # redis-py options (e.g. socket_timeout) as JSON; the network faults set them.
     "OPTIONS": json.loads(os.environ.get("QLESS_FAULTS_OPTIONS", "{}")),
     "WORKER": {"POLL_INTERVAL": 0.2},
+    "REQUIRE_DURABLE_REDIS": os.environ.get("QLESS_FAULTS_REQUIRE_DURABLE") == "1",
 }
 LOGGING = {
     "version": 1,
