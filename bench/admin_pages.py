@@ -77,6 +77,7 @@ def pages(jobs: int) -> dict[str, str]:
         "job page": page_url("job", jid=f"job-{jobs // 2:07d}"),
         "tracked": page_url("tracked"),
         "search": page_url("search"),
+        "metrics (Prometheus)": reverse("django_qless:metrics"),
     }
 
 
