@@ -19,6 +19,8 @@ from datetime import datetime
 from ..core import Failure, HistoryEntry, Job
 from ..results import ERROR_EVENT, path_from_traceback
 from ..worker.report import HANDED_BACK
+from . import masking
+from .masking import Redaction
 from .presenters import first_line, when
 
 
@@ -151,9 +153,20 @@ def build_attempts(
     return [_finish(number, draft) for number, draft in enumerate(drafts, start=1)]
 
 
-def attempts_of(job: Job) -> list[Attempt]:
-    """The attempts of a job, oldest first."""
-    return build_attempts(job.history, job.state, job.failure, job.worker)
+def attempts_of(job: Job, redaction: Redaction | None = None) -> list[Attempt]:
+    """The attempts of a job, oldest first, tracebacks masked (left out for a user who may
+    not see job data: the group, exception class, worker and times stay)."""
+    shown = redaction or masking.redaction(shows_data=True)
+    attempts = build_attempts(job.history, job.state, job.failure, job.worker)
+    return [redacted(attempt, shown) for attempt in attempts]
+
+
+def redacted(attempt: Attempt, redaction: Redaction) -> Attempt:
+    """An attempt with its traceback (and so its summary) masked or left out."""
+    if attempt.error is None:
+        return attempt
+    error = replace(attempt.error, traceback=redaction.text(attempt.error.traceback))
+    return replace(attempt, error=error)
 
 
 def _close(draft: _Draft | None, outcome: Outcome, entry: HistoryEntry) -> None:

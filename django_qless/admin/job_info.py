@@ -9,7 +9,7 @@ from typing import Any
 
 from ..registry import registry
 from ..results import RESULT_KEY
-from .presenters import mask_keys, masked
+from . import masking
 
 #: Data key of a Tasks task's marker object (`django_qless.tasks.payload.TASK_KEY`; the admin
 #: does not import the Tasks package, which needs Django 6 or the django-tasks backport).
@@ -62,4 +62,4 @@ def pretty_result(data: Mapping[str, Any] | None) -> str | None:
     """The stored return value as indented JSON, secrets masked; None when there is none."""
     if data is None or not has_result(data):
         return None
-    return json.dumps(masked(data[RESULT_KEY], mask_keys()), indent=2, ensure_ascii=False)
+    return json.dumps(masking.masker().data(data[RESULT_KEY]), indent=2, ensure_ascii=False)

@@ -15,7 +15,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from ..conf import get_settings
 from ..connection import get_client
 from ..core import Client
-from . import permissions
+from . import masking, permissions
+from .masking import Redaction
 
 if TYPE_CHECKING:
     from .admin import QlessAdmin
@@ -65,6 +66,10 @@ class PageContext:
     def can(self, perm: str) -> bool:
         """Whether the user holds a qless permission."""
         return permissions.allowed(self.request, perm)
+
+    def redaction(self) -> Redaction:
+        """How this user sees job data and free text: masked, or not at all."""
+        return masking.redaction(self.can(permissions.VIEW_DATA))
 
     def render(
         self,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..conf import get_settings
 from ..core import HistoryEntry, Job, RecurringJob
+from . import masking
 from .job_actions import JOB_ACTIONS, JobAction, Selection
+from .masking import Redaction
 
-MASK = "********"
 #: Longest failure message shown in a list row (the job page shows all of it).
 SUMMARY_CHARS = 160
 
@@ -26,35 +26,18 @@ def when(seconds: float | int | None) -> datetime | None:
 
 
 def masked(value: Any, keys: tuple[str, ...]) -> Any:
-    """A copy of decoded JSON with the values of sensitive keys replaced by `MASK`."""
-    if isinstance(value, Mapping):
-        return {
-            key: MASK if is_sensitive(str(key), keys) else masked(item, keys)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [masked(item, keys) for item in value]
-    return value
-
-
-def is_sensitive(key: str, keys: tuple[str, ...]) -> bool:
-    """Whether a data key names a secret (case-insensitive substring match)."""
-    lowered = key.lower()
-    return any(word in lowered for word in keys)
-
-
-def mask_keys() -> tuple[str, ...]:
-    """The configured sensitive data keys."""
-    return get_settings().admin.masked_data_keys
+    """A copy of decoded JSON with the values of the `keys` masked (see `masking`)."""
+    return masking.build(keys, ()).data(value)
 
 
 def pretty_data(raw: str) -> str:
-    """Job data as indented JSON with secrets masked (text that is not JSON is shown as is)."""
+    """Job data as indented JSON with secrets masked (text that is not JSON, masked as text)."""
+    rule = masking.masker()
     try:
         decoded = json.loads(raw)
     except (TypeError, ValueError):
-        return raw
-    return json.dumps(masked(decoded, mask_keys()), indent=2, ensure_ascii=False)
+        return rule.text(raw) if isinstance(raw, str) else raw
+    return json.dumps(rule.data(decoded), indent=2, ensure_ascii=False)
 
 
 def first_line(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -77,17 +60,19 @@ class JobRow:
     updated: datetime | None
 
 
-def job_row(job: Job, now: float) -> JobRow:
-    """A list row: lease time left for running jobs, the failure's first line."""
+def job_row(job: Job, now: float, redaction: Redaction | None = None) -> JobRow:
+    """A list row: lease time left for running jobs, the failure's first line (masked; ""
+    for a user who may not see job data)."""
     lease = float(job.expires) - now if job.state == "running" and job.expires else None
-    summary = first_line(job.failure.message) if job.failure else ""
+    shown = redaction or masking.redaction(shows_data=True)
+    summary = first_line(shown.text(job.failure.message)) if job.failure else ""
     updated = when(job.history[-1].when) if job.history else None
     return JobRow(job=job, lease_left=lease, summary=summary, updated=updated)
 
 
-def job_rows(jobs: Iterable[Job], now: float) -> list[JobRow]:
+def job_rows(jobs: Iterable[Job], now: float, redaction: Redaction | None = None) -> list[JobRow]:
     """Rows for several jobs."""
-    return [job_row(job, now) for job in jobs]
+    return [job_row(job, now, redaction) for job in jobs]
 
 
 @dataclass(frozen=True)
@@ -116,19 +101,23 @@ def detail_text(key: str, value: Any) -> str:
     return first_line(text) if key in TRACEBACK_FIELDS else text
 
 
-def timeline(history: Iterable[HistoryEntry]) -> list[TimelineEntry]:
-    """The history newest first, extra fields masked and turned into text."""
-    keys = mask_keys()
+def timeline(
+    history: Iterable[HistoryEntry], redaction: Redaction | None = None
+) -> list[TimelineEntry]:
+    """The history newest first, extra fields masked and turned into text (left out for a
+    user who may not see job data; the event, its time, queue, worker and group stay)."""
+    shown = redaction or masking.redaction(shows_data=True)
     entries = []
     for entry in history:
-        extra = masked(dict(entry.extra), keys)
+        extra = shown.data(dict(entry.extra)) or {}
         details = [
             (str(k), detail_text(str(k), v)) for k, v in extra.items() if k not in SHOWN_APART
         ]
         group = entry.extra.get("group")
         entries.append(
             TimelineEntry(
-                when=when(entry.when), what=entry.what, queue=entry.queue,
+                # A log() entry's event is its free-text message: masked for everyone.
+                when=when(entry.when), what=shown.masker.text(entry.what), queue=entry.queue,
                 worker=entry.worker, group=None if group is None else str(group), details=details,
             )
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -32,6 +33,7 @@ from .schema import (
     CONNECTION_KEYS,
     DEFAULT_ALIAS,
     DEFAULT_MASKED_DATA_KEYS,
+    DEFAULT_MASKED_PATTERNS,
     DEFAULT_URL,
     DEFAULTS,
     TOP_KEYS,
@@ -252,7 +254,40 @@ def read_admin(reader: Reader, raw: object) -> AdminSettings:
             f"must be a list of non-empty strings, got {keys!r}",
         )
         return AdminSettings()
-    return AdminSettings(masked_data_keys=tuple(key.lower() for key in keys))
+    patterns = read_masked_patterns(reader, raw.get("MASKED_PATTERNS", DEFAULT_MASKED_PATTERNS))
+    if patterns is None:
+        return AdminSettings()
+    return AdminSettings(
+        masked_data_keys=tuple(key.lower() for key in keys), masked_patterns=patterns
+    )
+
+
+def read_masked_patterns(reader: Reader, raw: object) -> tuple[str, ...] | None:
+    """`ADMIN['MASKED_PATTERNS']`: regular expressions that compile and never match ""."""
+    key = "QLESS['ADMIN']['MASKED_PATTERNS']"
+    if isinstance(raw, str) or not isinstance(raw, list | tuple):
+        reader.error("E003", key, f"must be a list of regular expressions, got {raw!r}")
+        return None
+    for pattern in raw:
+        problem = pattern_problem(pattern)
+        if problem:
+            reader.error("E003", key, f"{pattern!r} {problem}")
+            return None
+    return tuple(raw)
+
+
+def pattern_problem(pattern: object) -> str | None:
+    """What makes `pattern` unusable for masking (None when it is fine)."""
+    if not isinstance(pattern, str) or not pattern:
+        return "is not a non-empty string"
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        return f"is not a valid regular expression: {exc}"
+    # A pattern matching nothing at all would put the mask between every two characters.
+    if compiled.fullmatch(""):
+        return "matches the empty text"
+    return None
 
 
 class Reader:

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..redis_urls import SentinelSettings
-from .worker_table import WORKER_OPTIONS, Strategy, worker_default
+from .worker_table import WORKER_OPTIONS, Isolation, Strategy, worker_default
 
 DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_ALIAS = "default"
@@ -21,11 +21,28 @@ TOP_KEYS = (
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
-ADMIN_KEYS = ("MASKED_DATA_KEYS",)
+ADMIN_KEYS = ("MASKED_DATA_KEYS", "MASKED_PATTERNS")
 #: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
 DEFAULT_MASKED_DATA_KEYS = (
     "password", "passwd", "secret", "token", "api_key", "apikey", "authorization",
     "credential", "private_key",
+)
+#: Regular expressions the admin masks in free text (failure messages, tracebacks, history):
+#: a pattern with groups masks its groups, one without masks its whole match.
+DEFAULT_MASKED_PATTERNS = (
+    # The password of a URL: redis://user:secret@host.
+    r"(?i)\b[a-z][a-z0-9+.-]*://[^\s/:@]*:([^\s/@]+)@",
+    # HTTP credentials: Authorization: Bearer <token>.
+    r"\b(?:Bearer|Basic) ([A-Za-z0-9._~+/-]{8,}=*)",
+    # JSON Web Tokens.
+    r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
+    # PEM private keys (to the end of the text when cut short).
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    # AWS access key ids, GitHub, Slack and Stripe tokens.
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"\bgh[pousr]_[A-Za-z0-9]{36,}",
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
 )
 
 
@@ -56,6 +73,12 @@ class WorkerSettings:
     prefetch: int = worker_default("prefetch")
     #: Seconds between lease renewals of a running job; None = a third of the queue's lease.
     heartbeat_interval: float | None = worker_default("heartbeat_interval")
+    #: "process": each job runs in a forked child the worker can kill (`worker.isolation`).
+    isolation: Isolation = worker_default("isolation")
+    #: Seconds after which a job's child is SIGKILLed; None = its time limit + a margin.
+    hard_time_limit: float | None = worker_default("hard_time_limit")
+    #: Resident memory (MiB) above which a job's child is SIGKILLed; None = no cap.
+    job_memory_mb: int | None = worker_default("job_memory_mb")
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,8 @@ class AdminSettings:
     """Options of the admin pages."""
 
     masked_data_keys: tuple[str, ...] = DEFAULT_MASKED_DATA_KEYS
+    #: Regular expressions masked in free text (checked to compile when the setting is read).
+    masked_patterns: tuple[str, ...] = DEFAULT_MASKED_PATTERNS
 
 
 @dataclass(frozen=True)

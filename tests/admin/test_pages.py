@@ -103,9 +103,13 @@ def test_stats_of_another_day(world: World, viewer: HttpClient) -> None:
     assert "No data for this day." in text(response)
 
 
-def test_job_page_shows_history_failure_and_links(world: World, viewer: HttpClient) -> None:
+def test_job_page_shows_history_failure_and_links(
+    world: World, viewer: HttpClient, operator: HttpClient
+) -> None:
+    assert "Traceback\nValueError: boom" in text(operator.get(url("job", jid=world.failed)))
     page = text(viewer.get(url("job", jid=world.failed)))
-    assert "Traceback\nValueError: boom" in page
+    # Without view_job_data the failure's text is hidden; its group, worker and time stay.
+    assert "ValueError: boom" not in page and "Message and traceback hidden" in page
     events = re.findall(r'<span class="qless-what">([^<]+)</span>', page)
     assert events == ["failed", "popped", "put"]
     assert url("failure_group", group=world.group) in page

@@ -26,6 +26,8 @@ class GroupSummary:
     count: int
     newest: Job | None
     oldest: Job | None
+    #: First line of the newest failure's message, masked ("" for a user who may not see it).
+    sample: str = ""
 
     @property
     def last_seen(self) -> datetime | None:
@@ -37,12 +39,6 @@ class GroupSummary:
         """When the oldest failure still in the group happened."""
         return _failed_at(self.oldest)
 
-    @property
-    def sample(self) -> str:
-        """First line of the newest failure's message."""
-        failure = self.newest.failure if self.newest else None
-        return presenters.first_line(failure.message) if failure else ""
-
 
 def _failed_at(job: Job | None) -> datetime | None:
     """When a job failed."""
@@ -53,7 +49,11 @@ def summarize(ctx: PageContext, group: str, count: int) -> GroupSummary:
     """A group's newest and oldest job (two one-item queries)."""
     newest = ctx.client.get_jobs(ctx.client.failed_jids(group, 0, 1)[1])
     oldest = ctx.client.get_jobs(ctx.client.failed_jids(group, max(count - 1, 0), 1)[1])
-    return GroupSummary(group, count, newest[0] if newest else None, oldest[0] if oldest else None)
+    failure = newest[0].failure if newest else None
+    sample = presenters.first_line(ctx.redaction().text(failure.message)) if failure else ""
+    return GroupSummary(
+        group, count, newest[0] if newest else None, oldest[0] if oldest else None, sample
+    )
 
 
 def groups(ctx: PageContext) -> HttpResponse:

@@ -21,9 +21,11 @@ TOP_TAGS = 50
 
 def list_context(ctx: PageContext, page: Pagination[str]) -> dict[str, Any]:
     """A page of jids as job rows, plus what the bulk-action bar needs."""
-    now = ctx.client.now()
+    now, redaction = ctx.client.now(), ctx.redaction()
     return {
-        "page": page.map(lambda jids: presenters.job_rows(ctx.client.get_jobs(jids), now)),
+        "page": page.map(
+            lambda jids: presenters.job_rows(ctx.client.get_jobs(jids), now, redaction)
+        ),
         "queue_names": [q.name for q in ctx.client.queues()],
     }
 
@@ -65,14 +67,17 @@ def job_page(ctx: PageContext, jid: str) -> HttpResponse:
             return HttpResponseRedirect(ctx.url("recurring", jid=jid))
         missing = {"message": f"No job {jid!r} (it may have been cancelled or expired)."}
         return ctx.render("error.html", missing, title="Job not found", section="", status=404)
+    redaction = ctx.redaction()
+    failure = job.failure if job.state == "failed" else None
     context: dict[str, Any] = {
         "job": job,
-        "row": presenters.job_row(job, ctx.client.now()),
+        "row": presenters.job_row(job, ctx.client.now(), redaction),
         **job_data(ctx, job),
-        "attempts": attempts_of(job),
-        "timeline": presenters.timeline(job.history),
+        "attempts": attempts_of(job, redaction),
+        "timeline": presenters.timeline(job.history, redaction),
         # A job waiting for a retry keeps its failure; its attempt row shows it instead.
-        "failure": job.failure if job.state == "failed" else None,
+        "failure": failure,
+        "failure_message": redaction.text(failure.message) if failure else "",
         "failure_when": presenters.when(job.failure.when) if job.failure else None,
         "queue_names": [q.name for q in ctx.client.queues()],
     }

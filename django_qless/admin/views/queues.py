@@ -73,8 +73,10 @@ def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -
     page = paginate(ctx.request, fetch, total)
     if tab == "recurring":
         return {"page": page.map(lambda jids: recurring_rows(ctx, jids))}
-    now = ctx.client.now()
-    return {"page": page.map(lambda jids: presenters.job_rows(ctx.client.get_jobs(jids), now))}
+    now, redaction = ctx.client.now(), ctx.redaction()
+    return {"page": page.map(
+        lambda jids: presenters.job_rows(ctx.client.get_jobs(jids), now, redaction)
+    )}
 
 
 def recurring_rows(ctx: PageContext, jids: Sequence[str]) -> list[presenters.RecurringRow]:
