@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..redis_urls import SentinelSettings
-from .worker_table import WORKER_OPTIONS, Strategy, worker_default
+from .worker_table import WORKER_OPTIONS, Isolation, Strategy, worker_default
 
 DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_ALIAS = "default"
@@ -73,6 +73,12 @@ class WorkerSettings:
     prefetch: int = worker_default("prefetch")
     #: Seconds between lease renewals of a running job; None = a third of the queue's lease.
     heartbeat_interval: float | None = worker_default("heartbeat_interval")
+    #: "process": each job runs in a forked child the worker can kill (`worker.isolation`).
+    isolation: Isolation = worker_default("isolation")
+    #: Seconds after which a job's child is SIGKILLed; None = its time limit + a margin.
+    hard_time_limit: float | None = worker_default("hard_time_limit")
+    #: Resident memory (MiB) above which a job's child is SIGKILLed; None = no cap.
+    job_memory_mb: int | None = worker_default("job_memory_mb")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 Strategy = Literal["ordered", "round-robin", "shuffle"]
 STRATEGIES: tuple[Strategy, ...] = ("ordered", "round-robin", "shuffle")
+Isolation = Literal["none", "process"]
+ISOLATIONS: tuple[Isolation, ...] = ("none", "process")
 
 
 def integer_from(minimum: int) -> Callable[[str], int]:
@@ -229,6 +231,16 @@ WORKER_OPTIONS: tuple[WorkerOption, ...] = (
                  "exit (or restart) once resident memory passes this many MiB", "MIB"),
     WorkerOption("time_limit", Seconds(above_zero=True), None, "TIME_LIMIT", ("--time-limit",),
                  "default per-job time limit (a job's own time_limit wins)", "SECONDS"),
+    WorkerOption("isolation", Choice(ISOLATIONS), "none", "ISOLATION", ("--isolation",),
+                 "run each job in the worker process (none) or in a child process it can "
+                 "kill (process: hard time limit, memory cap, crashes fail the job)"),
+    WorkerOption("hard_time_limit", Seconds(above_zero=True), None, "HARD_TIME_LIMIT",
+                 ("--hard-time-limit",),
+                 "with --isolation process: SIGKILL a job's process after this long "
+                 "(default: its time limit + max(1 s, 10%%))", "SECONDS"),
+    WorkerOption("job_memory_mb", Integer(1), None, "JOB_MEMORY_MB", ("--job-memory",),
+                 "with --isolation process: SIGKILL a job's process once its resident "
+                 "memory passes this many MiB", "MIB"),
     WorkerOption(
         "shutdown_timeout", Seconds(above_zero=False), 30.0, "SHUTDOWN_TIMEOUT",
         ("--shutdown-timeout",),

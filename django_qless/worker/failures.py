@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import traceback
+from typing import TYPE_CHECKING
+
+from ..exceptions import BadPayloadError
+from ..results import ResultNotStorableError
+
+if TYPE_CHECKING:
+    from ..retry import RetryPolicy
 
 #: Failure messages are cut to about this many characters (qless stores them in the job).
 MAX_MESSAGE = 16 * 1024
+#: Failures that fail at once whatever the retry policy: the same data or function would
+#: fail the same way on the next try.
+NOT_RETRIED = (BadPayloadError, ResultNotStorableError)
 #: When cutting, keep this much of the start; the rest comes from the end (the raise site).
 HEAD = 2 * 1024
 
@@ -28,3 +38,8 @@ def truncate(text: str, limit: int = MAX_MESSAGE) -> str:
     tail = limit - HEAD - 60
     cut = len(text) - HEAD - tail
     return f"{text[:HEAD]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+
+
+def retried(policy: RetryPolicy | None, exc: BaseException) -> bool:
+    """True when the job's retry policy retries this failure."""
+    return policy is not None and policy.should_retry(exc) and not isinstance(exc, NOT_RETRIED)

@@ -22,6 +22,7 @@ from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
 from .aio import JobLoop
 from .client import worker_client
+from .crashes import enable_faulthandler
 from .fetcher import Fetcher
 from .health import ClockWatch, check_startup
 from .interrupt import Interrupter
@@ -95,6 +96,7 @@ class Worker:
 
     def startup(self) -> None:
         """Check the configuration, install signal handlers, start the monitor thread."""
+        enable_faulthandler()
         autodiscover()
         self.check()
         coroutines.install(self.job_loop)

@@ -18,20 +18,18 @@ import redis
 
 from .. import signals
 from ..core import Job, LockLostError, RetryJob, UnknownJobError
-from ..exceptions import BadPayloadError
 from ..registry import registry
-from ..results import RESULT_KEY, ResultNotStorableError, record_error
+from ..results import RESULT_KEY, record_error
+from . import current
+from .child_failures import ChildFailure
 from .databases import ConnectionHygiene
-from .failures import group_for, message_for, truncate
+from .failures import group_for, message_for, retried, truncate
 from .interrupt import Interrupter, JobInterrupted, ShutdownTimeout
+from .isolation import Isolation
 from .monitor import Monitor
 from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
 from .targets import NOTHING, JobTarget, Target, find_task
-
-#: Failures that fail at once whatever the retry policy: the same data or function would
-#: fail the same way on the next try.
-NOT_RETRIED = (BadPayloadError, ResultNotStorableError)
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -55,6 +53,7 @@ class JobRunner:
         self.reporter = reporter
         self.worker_name = reporter.worker_name
         self.databases = ConnectionHygiene()
+        self.isolation = Isolation(options)
         #: How long the last job's function ran (seconds; 0 when it was not called).
         self.last_duration = 0.0
 
@@ -68,11 +67,17 @@ class JobRunner:
         self.reporter.expect(job.jid, target.finished)
         limit = target.time_limit or self.options.time_limit
         interval = target.heartbeat or self.options.heartbeat_interval
-        running = self.monitor.begin(job, lease, interval, limit)
+        isolated = self.isolation.applies(target)
+        # An isolated job's lease is renewed up to its hard limit, when its process is killed.
+        watched = self.isolation.hard_limit(limit) if isolated else limit
+        running = self.monitor.begin(job, lease, interval, watched)
+        current.running(job.jid)
         try:
-            ending = Ending(0.0) if running.lost is not None else self._call(target, job, limit)
+            ending = (Ending(0.0) if running.lost is not None
+                      else self._call(target, job, limit, isolated))
         finally:
             self.monitor.end()
+            current.running(None)
         self.last_duration = ending.duration
         if running.lost is not None:
             return self.reporter.lost(job, running.lost)
@@ -89,18 +94,22 @@ class JobRunner:
         except UnknownJobError as exc:
             return find_task(job) or exc
 
-    def _call(self, target: Target, job: Job, limit: float | None) -> Ending:
-        """Call the job function with DB hygiene around it and interruptions armed."""
+    def _call(self, target: Target, job: Job, limit: float | None, isolated: bool) -> Ending:
+        """Call the job function (here or in a child) with DB hygiene around it and
+        interruptions armed."""
         self.databases.before_job()
         self.reporter.send(signals.job_started, job)
         started = time.monotonic()
         try:
             try:
-                self.interrupter.arm(limit)
-                value = target.call(job)
+                # An isolated job's child enforces the soft limit; the parent only waits.
+                self.interrupter.arm(None if isolated else limit)
+                # Isolated: the child already checked the value it kept (`NOTHING`: none).
+                result = (self.isolation.call(target, job, limit) if isolated
+                          else target.call(job))
             finally:
                 self.interrupter.disarm()
-            keep(job, target.stored(value))
+            keep(job, result if isolated else target.stored(result))
         except (Exception, SystemExit, JobInterrupted) as exc:
             # sys.exit() inside a job fails that job; it does not stop the worker.
             return Ending(time.monotonic() - started, exc)
@@ -130,12 +139,14 @@ class JobRunner:
     def _failed(self, target: Target, job: Job, ending: Ending,
                 exc: BaseException) -> Outcome:
         """Fail the job into `<queue>-<Exception>`, or retry it when its policy says so."""
-        group, message = group_for(job.queue_name, exc), message_for(exc)
+        group = group_for(job.queue_name, exc)
+        # A child's failure carries its traceback and retry decision (taken there, with
+        # the real exception); the parent only has a stand-in.
+        message = exc.message if isinstance(exc, ChildFailure) else message_for(exc)
         record_error(job, exc, message)
         policy = target.retry_policy
-        if policy is not None and policy.should_retry(exc) and not isinstance(
-            exc, NOT_RETRIED
-        ):
+        retry = exc.retry if isinstance(exc, ChildFailure) else retried(policy, exc)
+        if policy is not None and retry:
             attempt = max(job.retries - job.remaining + 1, 1)
             return self._retry(job, ending, policy.delay_for(attempt), group, message)
         job.fail(group, message)

@@ -13,6 +13,10 @@ process) are replaced; in burst mode those that finished are not. A child whose 
 cannot start stops the whole group. A child notices a dead parent and stops gracefully.
 Django's database connections are closed before forking so no child shares a socket.
 
+A child that dies abnormally (a signal, or a non-zero status other than a stop the
+worker chose) is logged at ERROR with the jid it was running, read from a page the two
+share (`current.Board`). `faulthandler` is on in the parent and every child.
+
 The signal handlers only count signals; the loop (which polls its children every `TICK`)
 passes the stop on exactly once to every child, including a child forked just after it.
 """
@@ -28,6 +32,8 @@ from types import FrameType
 
 from django.db import connections
 
+from . import current
+from .crashes import enable_faulthandler
 from .shutdown import FORCED_EXIT, GRACEFUL, STOP_SIGNALS, SUPERVISOR_STOP
 
 logger = logging.getLogger("django_qless.worker")
@@ -63,9 +69,11 @@ class Supervisor:
         self._told: set[int] = set()  # children already sent the graceful stop
         self._restarts: list[tuple[float, int]] = []  # (when, slot)
         self._previous: dict[int, object] = {}
+        self._boards: dict[int, current.Board] = {}  # pid -> the jid it is running
 
     def run(self) -> int:
         """Start the children and watch them; returns the worst exit status."""
+        enable_faulthandler()
         for signum in STOP_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._on_signal)
         try:
@@ -89,14 +97,17 @@ class Supervisor:
         if self.stopping:
             return
         connections.close_all()
+        board = current.Board()
         # Signals stay blocked in the child until its worker has installed its handlers;
         # one sent meanwhile is delivered then, instead of killing a half-started process.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child, which never returns here
+                current.attach(board)
                 self._child(slot)
             self.children[pid] = (slot, time.monotonic())
+            self._boards[pid] = board
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         logger.info("qless supervisor: started worker process %s (slot %s)", pid, slot)
@@ -171,7 +182,15 @@ class Supervisor:
         slot, _started = self.children.pop(pid)
         self._told.discard(pid)
         self.status = max(self.status, abs(code))
-        logger.info("qless supervisor: worker process %s exited with %s", pid, code)
+        board = self._boards.pop(pid, None)
+        jid = board.read() if board is not None else None
+        if board is not None:
+            board.close()
+        if code == 0:
+            logger.info("qless supervisor: worker process %s exited with 0", pid)
+        else:
+            logger.error("qless supervisor: worker process %s %s while running job %s", pid,
+                         exit_description(code), jid or "(none)")
         if code == STARTUP_FAILED:
             logger.error("qless supervisor: worker process failed at start-up; stopping")
             self.stopping = True
@@ -199,3 +218,13 @@ class Supervisor:
         self._signame = signal.Signals(signum).name
         if signum in GRACEFUL:
             self.signals += 1
+
+
+def exit_description(code: int) -> str:
+    """A child's death in words: the signal that killed it, or its exit status."""
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import faulthandler
 import json
 import os
 import random
+import signal
 import time
 from typing import Any
 
@@ -176,3 +179,54 @@ def cancel(job: Job, jid: str) -> None:
     """Cancels another job."""
     job.client.cancel(jid)
     record(job, "canceled", other=jid)
+
+
+# Jobs for process isolation (`--isolation process`): most would end a worker that runs
+# them in its own process.
+
+
+@qless_job(name="worker.swallow_all", takes_job=True, time_limit=0.3)
+def swallow_all(job: Job, seconds: float = 30) -> None:
+    """Catches every interruption, its time limit's included, and runs on."""
+    record(job, "start")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except BaseException:  # noqa: BLE001 - the point: even the time limit is swallowed
+            record(job, "swallowed")
+    record(job, "end")
+
+
+@qless_job(name="worker.crash", takes_job=True)
+def crash(job: Job, how: str) -> None:
+    """Ends its own process: `segfault`, `exit` (os._exit(3)), `abort` or `sigkill`."""
+    record(job, "start")
+    if how == "segfault":
+        ctypes.string_at(0)
+    elif how == "exit":
+        os._exit(3)
+    elif how == "abort":
+        os.abort()
+    elif how == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise ValueError(f"unknown crash {how!r}")
+
+
+@qless_job(name="worker.hog", takes_job=True)
+def hog(job: Job, mb: int, step_mb: int = 16) -> None:
+    """Allocates `mb` MiB in steps, writing every page (so it is resident)."""
+    record(job, "start")
+    held = []
+    for _ in range(mb // step_mb):
+        held.append(b"\x01" * (step_mb << 20))
+        time.sleep(0.005)
+    record(job, "end", held=len(held))
+
+
+@qless_job(name="worker.process_facts", takes_job=True, store_result=True)
+def process_facts(job: Job) -> dict[str, Any]:
+    """The process running the job: pid, parent pid, whether faulthandler is on."""
+    record(job, "facts")
+    return {"pid": os.getpid(), "ppid": os.getppid(), "faulthandler": faulthandler.is_enabled()}
+

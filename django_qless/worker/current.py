@@ -1,0 +1,53 @@
+"""The jid a worker process is running, where its supervisor can read it after a crash.
+
+`--processes N`: the supervisor maps a small shared page per child before forking it
+(`Board`); the child's runner writes the running jid there at the start of each job and
+clears it at the end (`running`). When the child dies abnormally the supervisor reads
+the page and logs the jid with the death. Outside a supervisor `running` does nothing.
+"""
+
+from __future__ import annotations
+
+import mmap
+
+#: Bytes of the shared page: a length byte, then the jid (qless jids are far shorter).
+SIZE = 256
+
+
+class Board:
+    """One shared page holding one jid (or none), written by the child, read by its parent."""
+
+    def __init__(self) -> None:
+        self.page = mmap.mmap(-1, SIZE)
+
+    def write(self, jid: str | None) -> None:
+        """Record the running jid (None: no job)."""
+        data = (jid or "").encode()[: SIZE - 1]
+        # The length byte goes last: a reader never sees a length longer than the jid written.
+        self.page[0] = 0
+        self.page[1:1 + len(data)] = data
+        self.page[0] = len(data)
+
+    def read(self) -> str | None:
+        """The recorded jid, or None."""
+        length = self.page[0]
+        return self.page[1:1 + length].decode(errors="replace") if length else None
+
+    def close(self) -> None:
+        """Unmap the page."""
+        self.page.close()
+
+
+_board: Board | None = None
+
+
+def attach(board: Board | None) -> None:
+    """Publish this process's running jids on `board` from now on (called in the child)."""
+    global _board  # noqa: PLW0603 - one board per process, set once after the fork
+    _board = board
+
+
+def running(jid: str | None) -> None:
+    """The worker started (`jid`) or finished (None) a job."""
+    if _board is not None:
+        _board.write(jid)
