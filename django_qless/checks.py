@@ -8,8 +8,10 @@ keeps working without Redis. Both are skipped in immediate mode, which needs no 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import redis
 from django.apps import AppConfig
@@ -23,6 +25,10 @@ from .core.persistence import read_persistence
 from .registry import registry
 
 TAG = "django_qless"
+#: Seconds the checks that read Redis wait for an answer before warning instead.
+CHECK_DEADLINE = 3.0
+
+T = TypeVar("T")
 
 
 @register(TAG)
@@ -87,8 +93,8 @@ def check_lease_settings(
     messages: list[CheckMessage] = []
     for alias in _redis_aliases():
         try:
-            found = get_client(alias).config.lease_problems()
-        except (redis.RedisError, QlessError) as exc:
+            found = within_deadline(get_client(alias).config.lease_problems)
+        except (redis.RedisError, QlessError, TimeoutError) as exc:
             messages.append(_unreachable(alias, "qless configuration", exc))
             continue
         messages += [CheckWarning(
@@ -108,8 +114,9 @@ def check_redis_persistence(
     required = bool(_redis_aliases()) and conf.get_settings().require_durable_redis
     for alias in _redis_aliases():
         try:
-            problem = read_persistence(get_client(alias).redis).problem
-        except redis.RedisError as exc:
+            read = functools.partial(read_persistence, get_client(alias).redis)
+            problem = within_deadline(read).problem
+        except (redis.RedisError, TimeoutError) as exc:
             messages.append(_unreachable(alias, "persistence settings", exc))
             continue
         if problem is None:
@@ -123,6 +130,31 @@ def check_redis_persistence(
             "refuse such a Redis",
         ))
     return messages
+
+
+def within_deadline(read: Callable[[], T]) -> T:
+    """`read()` in a daemon thread; `TimeoutError` when it has not answered in time.
+
+    A Redis host that drops packets would otherwise hang every management command that
+    runs the system checks for as long as TCP retries (minutes without a socket timeout).
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(read())
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="django_qless-check", daemon=True)
+    thread.start()
+    thread.join(CHECK_DEADLINE)
+    if failure:
+        raise failure[0]
+    if not outcome:
+        raise TimeoutError(f"no answer within {CHECK_DEADLINE:g} s")
+    return outcome[0]
 
 
 def _redis_aliases() -> list[str]:

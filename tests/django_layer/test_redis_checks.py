@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from io import StringIO
 from typing import Any
 
+import pytest
 from django.core.checks import Error, run_checks
 from django.core.management import call_command
 
-from django_qless import conf
+from django_qless import checks, conf
 from django_qless.checks import check_lease_settings, check_redis_persistence
 from tests.redis_harness import free_port
 
@@ -41,3 +44,22 @@ def test_require_durable_redis_must_be_a_boolean(settings: Any) -> None:
     assert problem.key == "QLESS['REQUIRE_DURABLE_REDIS']"
     settings.QLESS = {"REQUIRE_DURABLE_REDIS": True}
     assert conf.get_settings().require_durable_redis is True
+
+
+def test_a_redis_that_never_answers_is_a_warning_within_the_deadline(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that drops packets must not hang every management command."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # accepts the TCP connection, never answers a command
+    try:
+        settings.QLESS = {"URL": f"redis://127.0.0.1:{listener.getsockname()[1]}/0"}
+        monkeypatch.setattr(checks, "CHECK_DEADLINE", 0.5)
+        started = time.monotonic()
+        messages = check_lease_settings()
+        assert time.monotonic() - started < 2
+        assert [message.id for message in messages] == ["django_qless.W003"]
+        assert "no answer within" in messages[0].msg
+    finally:
+        listener.close()
