@@ -16,6 +16,7 @@ class DjangoQlessConfig(AppConfig):
     def ready(self) -> None:
         """Import checks and receivers, then every installed app's `qless_jobs` module."""
         from . import checks, signal_handlers  # noqa: F401, PLC0415 - imported to register
+        from .outbox import checks as outbox_checks  # noqa: F401, PLC0415 - registers it
         from .registry import autodiscover  # noqa: PLC0415 - needs the app registry ready
 
         autodiscover()

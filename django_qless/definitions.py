@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 from . import signals
 from .conf import QlessSettings, get_settings
@@ -163,7 +163,9 @@ class JobDefinition(Generic[P, R]):
         on_commit = settings.enqueue_on_commit if self.on_commit is None else self.on_commit
         # Deferred puts keep workers from seeing rows the transaction has not committed yet.
         if on_commit and transaction.get_connection(self.db_alias).in_atomic_block:
-            transaction.on_commit(send, using=self.db_alias)
+            if not (settings.outbox.enabled and not settings.immediate
+                    and self._defer(submission)):
+                transaction.on_commit(send, using=self.db_alias)
         else:
             send()
         return submission.jid
@@ -251,6 +253,18 @@ class JobDefinition(Generic[P, R]):
             unique=absent_policy(self.unique),
         )
 
+    def _defer(self, submission: Submission) -> bool:
+        """Write the put to the outbox in this transaction; it goes to Redis on commit.
+
+        False when the database has no outbox table (then nothing was written).
+        """
+        from .outbox import commit, entries  # noqa: PLC0415 - a model: needs the app registry
+
+        now = get_client(submission.connection).now()
+        entry = entries.for_submission(submission, now)
+        return commit.defer(entry, self.db_alias or DEFAULT_DB_ALIAS,
+                            lambda delivery: self._announce(submission))
+
     def _put(self, submission: Submission) -> None:
         """Write the job to Redis, then announce it."""
         client = get_client(submission.connection)
@@ -269,6 +283,10 @@ class JobDefinition(Generic[P, R]):
         if submission.tracked:
             # qless has no tracked flag on put: tracking is a second, separate command.
             client.track(submission.jid)
+        self._announce(submission)
+
+    def _announce(self, submission: Submission) -> None:
+        """`job_enqueued`, once the job is in Redis."""
         self._send(signals.job_enqueued, submission, priority=submission.priority,
                    tags=submission.tags, delay=submission.delay,
                    connection=submission.connection, immediate=False)

@@ -3,11 +3,15 @@
 Every page of the admin is served by the ModelAdmin of one of these models; the data
 itself lives in Redis. `managed = False` keeps the migration from creating tables, and
 the permissions are declared on `Overview` (the app's permission set is app-wide).
+The one real table is the outbox of on-commit puts (`outbox.models.OutboxEntry`).
 """
 
 from __future__ import annotations
 
 from django.db import models
+
+# Imported so Django registers the model with the app (it looks for models here).
+from .outbox.models import OutboxEntry  # noqa: F401
 
 #: (codename, name) of every permission the admin pages check.
 PERMISSIONS = [

@@ -40,6 +40,7 @@ from .schema import (
     WORKER_KEYS,
     AdminSettings,
     ConnectionSettings,
+    OutboxSettings,
     QlessSettings,
     WorkerSettings,
 )
@@ -122,8 +123,24 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
         require_durable_redis=reader.boolean(
             raw, "REQUIRE_DURABLE_REDIS", "QLESS", DEFAULTS.require_durable_redis
         ),
+        outbox=read_outbox(reader, raw),
     )
     return (None if reader.problems else result), tuple(reader.problems)
+
+
+def read_outbox(reader: Reader, raw: Mapping[str, Any]) -> OutboxSettings:
+    """`OUTBOX` (on or off) and how the workers sweep it."""
+    default = DEFAULTS.outbox
+    return OutboxSettings(
+        enabled=reader.boolean(raw, "OUTBOX", "QLESS", default.enabled),
+        sweep_age=cast(float, reader.number(raw, "OUTBOX_SWEEP_AGE", "QLESS",
+                                            default.sweep_age, minimum=0, exclusive=True)),
+        sweep_interval=cast(float, reader.number(raw, "OUTBOX_SWEEP_INTERVAL", "QLESS",
+                                                 default.sweep_interval, minimum=0,
+                                                 exclusive=True)),
+        batch_size=cast(int, reader.integer(raw, "OUTBOX_BATCH_SIZE", "QLESS",
+                                            default.batch_size)),
+    )
 
 
 def read_metrics_token(reader: Reader, raw: Mapping[str, Any]) -> str | None:

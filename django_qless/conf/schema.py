@@ -17,7 +17,8 @@ TOP_KEYS = (
     "URL", "OPTIONS", "SENTINEL_OPTIONS", "CONNECTIONS", "DEFAULT_QUEUE", "IMMEDIATE",
     "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
     "RECURRING", "PUT_MEMORY_LIMIT", "STORE_RESULTS", "RESULT_MAX_BYTES", "METRICS_TOKEN",
-    "REQUIRE_DURABLE_REDIS",
+    "REQUIRE_DURABLE_REDIS", "OUTBOX", "OUTBOX_SWEEP_AGE", "OUTBOX_SWEEP_INTERVAL",
+    "OUTBOX_BATCH_SIZE",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
@@ -91,6 +92,20 @@ class AdminSettings:
 
 
 @dataclass(frozen=True)
+class OutboxSettings:
+    """The outbox of on-commit puts (`django_qless.outbox`)."""
+
+    #: Write on-commit puts to the outbox table in the enqueuing transaction.
+    enabled: bool = True
+    #: Seconds a row must be old before a sweep puts it (the commit's own put comes first).
+    sweep_age: float = 5.0
+    #: Seconds between two sweeps of a worker process.
+    sweep_interval: float = 5.0
+    #: Rows a sweep reads and puts per pass.
+    batch_size: int = 500
+
+
+@dataclass(frozen=True)
 class QlessSettings:
     """The whole `QLESS` setting, validated."""
 
@@ -112,6 +127,7 @@ class QlessSettings:
     require_durable_redis: bool = False
     #: Bearer token that lets a Prometheus scraper read the metrics view (None: staff only).
     metrics_token: str | None = None
+    outbox: OutboxSettings = OutboxSettings()
     #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
     recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 

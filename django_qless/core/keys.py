@@ -34,6 +34,8 @@ PLAIN_CHANNELS = (
 #: Namespace of django_qless's own keys (extensions: no other qless client reads or writes
 #: them; each is listed in lua/README.md and docs/pages/compatibility.md).
 OWN_PREFIX = "ql:django_qless:"
+#: The lock one outbox sweeper at a time holds (string: its token; set with NX and PX).
+OUTBOX_SWEEP_LOCK = f"{OWN_PREFIX}outbox-sweep"
 #: Sorted sets of one queue: `ql:q:<queue>-<kind>`.
 QUEUE_SETS = ("work", "locks", "scheduled", "depends", "recur")
 

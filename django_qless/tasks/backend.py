@@ -17,7 +17,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 from .. import signals
 from ..conf import get_settings
@@ -101,7 +101,8 @@ class QlessBackend(BaseTaskBackend):
             on_commit = settings.enqueue_on_commit
         # The same rule as @qless_job: workers must not see rows not yet committed.
         if on_commit and transaction.get_connection().in_atomic_block:
-            transaction.on_commit(put)
+            if not (settings.outbox.enabled and self._defer(result, encoded)):
+                transaction.on_commit(put)
         else:
             put()
         return result
@@ -130,6 +131,24 @@ class QlessBackend(BaseTaskBackend):
         except JobDataError as exc:
             raise TaskArgumentsError(f"{task.module_path}: {exc}") from exc
 
+    def _defer(self, result: TaskResult[Any], encoded: str) -> bool:
+        """Write the put to the outbox in this transaction; it goes to Redis on commit.
+
+        False when the database has no outbox table (then nothing was written).
+        """
+        from ..outbox import commit, entries  # noqa: PLC0415 - a model: needs the app registry
+
+        task = result.task
+        entry = entries.for_task(
+            backend=self.alias, connection=self.connection_for(task.queue_name),
+            queue=task.queue_name, jid=result.id, klass=task.module_path, data=encoded,
+            not_before=0.0 if task.run_after is None else task.run_after.timestamp(),
+            priority=task.priority, tags=self.qless_options.tags or (),
+            retries=self.qless_options.retries,
+        )
+        return commit.defer(entry, DEFAULT_DB_ALIAS,
+                            lambda delivery: self._announce(result, delivery.at))
+
     def _put(self, client: Client, result: TaskResult[Any], encoded: str) -> None:
         """Write the job (the delay counted from now), then send `task_enqueued`."""
         task = result.task
@@ -140,6 +159,10 @@ class QlessBackend(BaseTaskBackend):
             priority=task.priority, tags=self.qless_options.tags or None,
             retries=self.qless_options.retries,
         ))
+        self._announce(result, now)
+
+    def _announce(self, result: TaskResult[Any], now: float) -> None:
+        """Stamp the result with its put's time and send `task_enqueued`."""
         # qless stamps the put in whole seconds; get_result reads that same time back.
         object.__setattr__(result, "enqueued_at", as_datetime(math.floor(now)))
         # Sent robustly, as django_qless sends its own signals: the job is in Redis already,

@@ -71,6 +71,10 @@ class Worker:
         self.job_loop = JobLoop(self.interrupter)
         self.handlers = SignalHandlers(self.stop, self.name)
         self.clock = ClockWatch(self.client, self.order.queues)
+        from ..outbox.sweeper import Sweeper  # noqa: PLC0415 - a model: needs the app registry
+
+        #: Puts the outbox rows whose commit-time put never happened (`outbox.sweeper`).
+        self.sweeper = Sweeper()
         #: What `run()` returns: 1 once the worker stopped itself over a stepped clock.
         self.exit_status = 0
 
@@ -104,6 +108,7 @@ class Worker:
             self.handlers.install()
             self.interrupter.install()
         self.monitor.start()
+        self.sweeper.start()
         if not self.monitor.wait_subscribed(5.0):
             logger.warning("qless worker %s: lock-loss events not subscribed yet", self.name)
         self._startup_delay()
@@ -139,6 +144,7 @@ class Worker:
         self.fetcher.settle()
         self.fetcher.hand_back_held("worker shutdown")
         self.monitor.halt()
+        self.sweeper.halt()
         self.waker.close()
         try:
             self.client.workers.deregister(self.name)

@@ -1,0 +1,69 @@
+"""Turning an outbox row into a put: the one path of the commit's put and the sweep's."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import DatabaseError
+
+from ..connection import get_client
+from ..core import commands
+from .models import OutboxEntry
+
+logger = logging.getLogger("django_qless.outbox")
+
+#: The sweep's policy: any job of that jid, completed included, means the row was put.
+SWEEP_POLICY = "any"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a put of a row did: `created` a job, or found one (`state`) and left it."""
+
+    jid: str
+    created: bool
+    delay: float
+    #: The client's time of the put (what qless stamps the job with).
+    at: float
+    state: str | None = None
+    #: False when the row could not be deleted (the sweep deletes it later).
+    deleted: bool = True
+
+
+def deliver(entry: OutboxEntry, using: str, *, policy: str | None) -> Delivery:
+    """Put the row's job (`policy`: None for a plain put, else `put_if_absent`'s), then
+    delete the row; an error leaves the row for the sweep."""
+    client = get_client(entry.connection)
+    now = client.now()
+    delay = max(0.0, entry.not_before - now)
+    args = (client.worker_name, entry.queue, entry.jid, entry.klass, entry.data, delay)
+    options: dict[str, Any] = {
+        "priority": entry.priority, "tags": tuple(entry.tags), "retries": entry.retries,
+        "depends": tuple(entry.depends),
+    }
+    if policy is None:
+        client.put(commands.put(*args, **options))
+        delivery = Delivery(entry.jid, True, delay, now)
+    else:
+        outcome = client.put_if_absent(commands.put_if_absent(policy, *args, **options))
+        delivery = Delivery(entry.jid, outcome.created, delay, now, outcome.state)
+    if delivery.created and entry.tracked:
+        # qless has no tracked flag on put: tracking is a second, separate command.
+        client.track(entry.jid)
+    return dataclasses.replace(delivery, deleted=forget(entry, using))
+
+
+def forget(entry: OutboxEntry, using: str) -> bool:
+    """Delete a row once its job is in Redis (kept on a database error: the sweep finds
+    the job there and deletes it then)."""
+    # `created` too: the same jid enqueued again since rewrote the row, which is not put yet.
+    try:
+        OutboxEntry.objects.using(using).filter(pk=entry.pk, created=entry.created).delete()
+    except DatabaseError as exc:
+        logger.warning("qless outbox: job %s is in Redis but its row could not be deleted "
+                       "(%s); the sweep deletes it", entry.jid, exc)
+        return False
+    return True
