@@ -58,7 +58,7 @@ end
   Errors: Get(): Arg "jid" missing. Read-only.
 ]]
 QlessAPI['get'] = function(_, a)
-  local object = QlessJob.data(need_name(a[1], 'Get(): Arg "jid" missing'))
+  local object = QlessJob.data(need(a[1], 'Get(): Arg "jid" missing'))
   return object and encode(object) or nil
 end
 

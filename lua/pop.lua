@@ -174,7 +174,7 @@ end
   Errors: Peek(): Arg "queue" missing | Arg "count" missing or not a number: <v>
 ]]
 QlessAPI['peek'] = function(now, a)
-  local queue = need_name(a[1], 'Peek(): Arg "queue" missing')
+  local queue = need(a[1], 'Peek(): Arg "queue" missing')
   local count = need_count(a[2], 'Peek(): Arg "count" missing or not a number: ')
   local queued = rcall('exists', 'ql:q:' .. queue .. '-recur', 'ql:q:' .. queue .. '-scheduled') > 0
   local jids = candidates(queue, now, count, expired_locks(queue, now, count), queued)

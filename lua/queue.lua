@@ -47,7 +47,7 @@ end
 
 --[[ length(queue) -> locks + waiting + scheduled. Errors: Length(): Arg "queue" missing ]]
 QlessAPI['length'] = function(_, a)
-  return QlessQueue.length(need_name(a[1], 'Length(): Arg "queue" missing'))
+  return QlessQueue.length(need(a[1], 'Length(): Arg "queue" missing'))
 end
 
 -- Runs `cmd key name...` for a non-empty list of names.

@@ -60,7 +60,7 @@ end
 
 -- recur.get(jid): the template object, or nil.
 function QlessRecurringJob.data(jid)
-  need_name(jid, 'Recur(): Arg "jid" missing')
+  need(jid, 'Recur(): Arg "jid" missing')
   local v = rcall('hmget', 'ql:r:' .. jid, 'jid', 'klass', 'state', 'queue', 'priority', 'interval',
     'retries', 'count', 'data', 'tags', 'backlog')
   if not v[1] then

@@ -35,7 +35,7 @@ end
   Read-only.
 ]]
 QlessAPI['stats'] = function(_, a)
-  local queue = need_name(a[1], 'Stats(): Arg "queue" missing')
+  local queue = need(a[1], 'Stats(): Arg "queue" missing')
   local date = need_number(a[2], 'Stats(): Arg "date" missing or not a number: ')
   local day = date - (date % 86400)
   local fields = histogram_fields()

@@ -62,7 +62,7 @@ local function paging(offset, count, prefix)
 end
 
 local function tag_get(args)
-  local tag = need_name(args[2], 'Tag(): Arg "tag" missing')
+  local tag = need(args[2], 'Tag(): Arg "tag" missing')
   local offset, count = paging(args[3], args[4], 'Tag(): ')
   return {
     total = rcall('zcard', 'ql:t:' .. tag),
@@ -145,7 +145,7 @@ function Qless.jobs(now, args)
     local offset, count = paging(args[2], args[3], 'Jobs(): ')
     return rcall('zrevrange', 'ql:completed', offset, offset + count - 1)
   end
-  local queue = need_name(args[2], 'Jobs(): Arg "queue" missing')
+  local queue = need(args[2], 'Jobs(): Arg "queue" missing')
   local offset, count = paging(args[3], args[4], 'Jobs(): ')
   local prefix = 'ql:q:' .. queue
   if state == 'running' then

@@ -339,3 +339,14 @@ def test_refused_call_writes_nothing(lua, keyspace, item):
     after = keyspace()
     keys = before.keys() | after.keys()
     assert sorted(key for key in keys if before.get(key) != after.get(key)) == []
+
+
+def test_reads_still_answer_an_empty_name_with_nothing_found(lua):
+    """Only writes refuse an empty name: a UI asking for tag "" gets an empty answer."""
+    build_world(lua)
+    assert lua("get", NOW, "") is None
+    assert lua("recur.get", NOW, "") is None
+    assert lua("length", NOW, "") == 0
+    assert lua("peek", NOW, "", 5) == "{}"
+    assert lua("jobs", NOW, "waiting", "") == []
+    assert '"total":0' in lua("tag", NOW, "get", "")
