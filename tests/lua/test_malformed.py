@@ -348,5 +348,5 @@ def test_reads_still_answer_an_empty_name_with_nothing_found(lua):
     assert lua("recur.get", NOW, "") is None
     assert lua("length", NOW, "") == 0
     assert lua("peek", NOW, "", 5) == "{}"
-    assert lua("jobs", NOW, "waiting", "") == []
+    assert lua("jobs", NOW, "running", "") == []
     assert '"total":0' in lua("tag", NOW, "get", "")
