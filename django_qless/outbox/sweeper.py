@@ -126,8 +126,10 @@ def _due(alias: str, outbox: OutboxSettings) -> QuerySet[OutboxEntry]:
 class Sweeper(threading.Thread):
     """A worker's sweeping thread: a sweep every `sweep_interval` seconds until halted."""
 
-    def __init__(self) -> None:
+    def __init__(self, databases: Iterable[str] | None = None) -> None:
         super().__init__(name="qless-outbox-sweeper", daemon=True)
+        #: Database aliases to sweep (None: every outbox database with the table).
+        self.databases = None if databases is None else list(databases)
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -135,7 +137,7 @@ class Sweeper(threading.Thread):
         outbox = get_settings().outbox
         if not outbox.enabled:
             return
-        databases: list[str] | None = None
+        databases = self.databases
         while not self._halt.wait(outbox.sweep_interval):
             close_old_connections()
             try:

@@ -1,0 +1,94 @@
+"""The outbox settings are validated by name; the check warns about a missing table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.checks import Warning as CheckWarning
+from django.core.checks import run_checks
+from django.db import connection, transaction
+
+from django_qless.conf import get_settings
+from django_qless.conf.reader import problems
+from django_qless.conf.schema import OutboxSettings
+from django_qless.core import Client
+from django_qless.outbox import tables
+from django_qless.outbox.checks import check_outbox_table
+from django_qless.outbox.models import OutboxEntry
+from tests.testapp.qless_jobs import add
+
+
+def test_defaults(qless_url: str) -> None:
+    assert get_settings().outbox == OutboxSettings(
+        enabled=True, sweep_age=5.0, sweep_interval=5.0, batch_size=500
+    )
+
+
+def test_values_are_read(settings: Any, qless_url: str) -> None:
+    settings.QLESS = {"URL": qless_url, "OUTBOX": False, "OUTBOX_SWEEP_AGE": 0.5,
+                      "OUTBOX_SWEEP_INTERVAL": 2, "OUTBOX_BATCH_SIZE": 50}
+    assert get_settings().outbox == OutboxSettings(False, 0.5, 2.0, 50)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("OUTBOX", "yes"), ("OUTBOX", 1), ("OUTBOX_SWEEP_AGE", 0), ("OUTBOX_SWEEP_AGE", -1),
+    ("OUTBOX_SWEEP_AGE", float("nan")), ("OUTBOX_SWEEP_INTERVAL", "5"),
+    ("OUTBOX_SWEEP_INTERVAL", True), ("OUTBOX_BATCH_SIZE", 0), ("OUTBOX_BATCH_SIZE", 2.5),
+])
+def test_a_bad_value_is_an_error_naming_its_key(
+    settings: Any, qless_url: str, key: str, value: Any
+) -> None:
+    settings.QLESS = {"URL": qless_url, key: value}
+    [problem] = problems()
+    assert (problem.id, problem.key) == ("django_qless.E003", f"QLESS[{key!r}]")
+
+
+def test_an_unknown_outbox_key_is_flagged(settings: Any, qless_url: str) -> None:
+    settings.QLESS = {"URL": qless_url, "OUTBOX_AGE": 3}
+    [problem] = problems()
+    assert (problem.id, problem.key) == ("django_qless.E002", "QLESS['OUTBOX_AGE']")
+
+
+@pytest.fixture
+def dropped_table() -> Iterator[None]:
+    """The outbox table dropped, as in a database not migrated since the upgrade."""
+    with connection.schema_editor() as editor:
+        editor.delete_model(OutboxEntry)
+    tables.ready.cache_clear()
+    yield
+    with connection.schema_editor() as editor:
+        editor.create_model(OutboxEntry)
+    tables.ready.cache_clear()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_check_is_quiet_when_the_table_exists(qless_url: str) -> None:
+    assert check_outbox_table(databases=["default"]) == []
+    assert not any(m.id == "django_qless.W010" for m in run_checks(databases=["default"]))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("dropped_table")
+def test_the_check_warns_when_the_table_is_missing(settings: Any, qless_url: str) -> None:
+    [warning] = check_outbox_table(databases=["default"])
+    assert isinstance(warning, CheckWarning) and warning.id == "django_qless.W010"
+    assert "django_qless_outbox" in warning.msg and "migrate" in str(warning.hint)
+    assert any(m.id == "django_qless.W010" for m in run_checks(databases=["default"]))
+    settings.QLESS = {"URL": qless_url, "OUTBOX": False}
+    assert check_outbox_table(databases=["default"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("dropped_table")
+def test_without_the_table_an_on_commit_enqueue_is_put_at_commit(qless: Client) -> None:
+    with transaction.atomic():
+        jid = add.enqueue(1, 2)
+        assert qless.get_job(jid) is None
+    assert qless.get_job(jid) is not None
+
+
+def test_the_check_needs_a_database_to_run() -> None:
+    # Tagged `database`: a plain `manage.py check` does not query the database.
+    assert check_outbox_table(databases=None) == []
