@@ -23,6 +23,7 @@ worker process (they share its event loop and its task bookkeeping).
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import json
 import os
@@ -107,10 +108,14 @@ class ChildRun:
         read_fd, write_fd = os.pipe()
         self.started = time.monotonic()
         parent = os.getpid()
+        # The child's garbage collector leaves the objects it inherited alone: scanning
+        # them would copy every page they are on (copy-on-write), ~60 ms per job.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns from run_child
             os.close(read_fd)
             run_child(target, job, soft, write_fd, self.faults.fileno(), parent)
+        gc.unfreeze()
         os.close(write_fd)
         self.pid, self.read_fd = pid, read_fd
         self.deadline = self.started + hard if hard else None
