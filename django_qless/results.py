@@ -125,7 +125,9 @@ def read_value(data: Mapping[str, Any]) -> Any:
 
 def record_error(job: Job, exc: BaseException, traceback: str) -> None:
     """Append one failed attempt to the job's history (the worker calls this per failure)."""
-    job.log(ERROR_EVENT, {"exception_class_path": exception_path(exc), "traceback": traceback})
+    # Escaped like the failure message: an exception's text may hold a lone surrogate.
+    job.log(ERROR_EVENT, {"exception_class_path": exception_path(exc),
+                          "traceback": validation.text(traceback, "traceback")})
 
 
 def job_errors(job: Job) -> list[JobError]:

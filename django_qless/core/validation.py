@@ -84,9 +84,18 @@ def labels(values: Iterable[object], what: str) -> list[str]:
 
 
 def text(value: object, what: str) -> str:
-    """Check a free-text argument (a failure message, a log message)."""
+    """Check a free-text argument (a failure message, a log message).
+
+    A lone surrogate (no UTF-8 form) is written as its backslash escape instead: the text
+    often comes from an exception a job raised, and refusing it would leave that job's
+    failure unrecorded.
+    """
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{what} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
 
 

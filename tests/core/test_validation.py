@@ -17,6 +17,7 @@ from django_qless.core import (
     JobDataError,
     PayloadTooLargeError,
     QlessError,
+    commands,
 )
 from django_qless.core import validation as check
 
@@ -291,3 +292,10 @@ def test_round_trip_of_nested_empties_and_unicode(client: Client) -> None:
 def test_tuples_are_accepted_as_lists(client: Client) -> None:
     jid = client.queue("q").put("k", {"t": (1, 2)})
     assert client.get_job(jid).data == {"t": [1, 2]}  # type: ignore[union-attr]
+
+
+def test_free_text_with_a_lone_surrogate_is_escaped_not_refused() -> None:
+    """A job's exception text can hold one; its failure must still be recorded."""
+    command = commands.fail("j", "w", "q-ValueError", "bad \ud800 input")
+    assert command.args[3] == "bad \\ud800 input"
+    assert commands.fail("j", "w", "g", "plain é").args[3] == "plain é"

@@ -157,3 +157,14 @@ def test_sys_exit_in_a_job_fails_the_job_not_the_worker(
     assert job is not None and job.failure is not None
     assert job.failure.group == "q-SystemExit"
     assert job_state(qless, after) == "complete"
+
+
+def test_an_exception_text_with_a_lone_surrogate_is_recorded_escaped(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker]
+) -> None:
+    """Text with no UTF-8 form (a file name decoded with surrogateescape) in an exception."""
+    jid = put("worker.fail_undecodable")
+    run_worker("q")
+    job = qless.get_job(jid)
+    assert job is not None and job.state == "failed" and job.failure is not None
+    assert job.failure.message.rstrip().endswith("ValueError: bad \\udcff")

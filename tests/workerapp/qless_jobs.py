@@ -74,6 +74,13 @@ def fail(message: str = "boom") -> None:
     raise ValueError(message)
 
 
+@qless_job(name="worker.fail_undecodable")
+def fail_undecodable() -> None:
+    """Raises with text holding a lone surrogate, as a file name decoded with
+    surrogateescape does."""
+    raise ValueError(b"bad \xff".decode("utf-8", "surrogateescape"))
+
+
 @qless_job(name="worker.huge_failure")
 def huge_failure() -> None:
     """Raises with a message far longer than a failure message may be."""
