@@ -53,7 +53,8 @@ def run_child(target: Target, job: Job, soft_limit: float | None, report_fd: int
             signal.signal(signum, signal.SIG_IGN)
         _forget_databases()
         report = _run(target, job, soft_limit)
-        _write_all(report_fd, json.dumps(report, ensure_ascii=False).encode())
+        # ASCII: a lone surrogate in a message (a surrogateescape-decoded name) still encodes.
+        _write_all(report_fd, json.dumps(report).encode())
         code = REPORTED
     finally:
         os._exit(code)

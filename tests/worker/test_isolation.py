@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +16,11 @@ from django_qless.exceptions import QlessConfigurationError
 from django_qless.results import ERROR_EVENT, RESULT_KEY
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.isolation import HARD_MARGIN, hard_limit
+from django_qless.worker.report import HANDED_BACK
 from django_qless.worker.supervisor import exit_description
+from tests.support import wait_for
 
-from .conftest import SignalLog, job_state
+from .conftest import SignalLog, WorkerProcess, job_state
 
 Ledger = Callable[[], list[dict[str, Any]]]
 ISOLATED = {"isolation": "process"}
@@ -118,3 +122,38 @@ def test_command_refuses_an_unknown_isolation(run_worker: Callable[..., Worker])
 def test_supervisor_describes_a_childs_death() -> None:
     assert exit_description(-9) == "was killed by signal SIGKILL"
     assert exit_description(3) == "exited with status 3"
+
+
+def _start(ledger: Ledger, jid: str) -> dict[str, Any]:
+    """The job's `start` entry, once it is there."""
+    found = [e for e in ledger() if e["jid"] == jid and e["event"] == "start"]
+    return found[0] if found else {}
+
+
+def test_sigterm_lets_an_isolated_job_finish(
+    qless: Client, put: Callable[..., str], spawn: Callable[..., WorkerProcess], ledger: Ledger,
+) -> None:
+    jid = put("worker.sleep", 1.0)
+    worker = spawn("q", "--isolation", "process")
+    child = wait_for(lambda: _start(ledger, jid), timeout=10)["pid"]
+    # Both processes, as systemd's KillMode=control-group does: the job's process ignores it.
+    os.kill(child, signal.SIGTERM)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+    assert job_state(qless, jid) == "complete"
+
+
+def test_shutdown_timeout_kills_the_isolated_job_and_hands_it_back(
+    qless: Client, put: Callable[..., str], spawn: Callable[..., WorkerProcess], ledger: Ledger,
+) -> None:
+    jid = put("worker.sleep", 60, retries=3)
+    worker = spawn("q", "--isolation", "process", "--shutdown-timeout", "1")
+    child = wait_for(lambda: _start(ledger, jid), timeout=10)["pid"]
+    sent_at = worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+    assert time.monotonic() - sent_at < 5.0
+    job = qless.get_job(jid)
+    assert job is not None and job.state == "waiting"
+    assert [h.what for h in job.history] == ["put", "popped", HANDED_BACK, "put"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
