@@ -199,6 +199,8 @@ def test_the_same_posts_with_a_token_do_change_things(
             qless.queue("jobs").pause()
         if name == "config_unset":
             qless.config.set("application", "shop")
+        if name == "worker_forget":  # only a worker that stopped reporting can be forgotten
+            redis_client.zadd("ql:workers", {world.worker: qless.now() - 7200})
         before = keyspace()
         response = client.post(app_url(name, world), action_bodies(world)[name])
         assert response.status_code == 302, name

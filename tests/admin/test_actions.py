@@ -189,9 +189,19 @@ def test_queue_settings_are_validated(world: World, qless: Client, operator: Htt
 
 
 def test_forget_worker(world: World, qless: Client, operator: HttpClient) -> None:
+    # Last seen two hours ago: it stopped reporting, so it may be forgotten.
+    qless.redis.zadd("ql:workers", {world.worker: qless.now() - 7200})
     post(operator, "worker_forget", {"name": world.worker})
     assert qless.workers.counts() == []
     assert last_log().action_flag == DELETION
+
+
+def test_a_worker_still_reporting_is_not_forgotten(
+    world: World, qless: Client, operator: HttpClient
+) -> None:
+    response = post(operator, "worker_forget", {"name": world.worker})
+    assert "still reporting" in " ".join(messages_of(response))
+    assert [worker.name for worker in qless.workers.counts()] == [world.worker]
 
 
 def test_edit_recurring_job(world: World, qless: Client, operator: HttpClient) -> None:

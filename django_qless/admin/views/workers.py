@@ -8,18 +8,24 @@ from django.contrib import messages
 from django.http import HttpResponse
 
 from ... import models
+from ...core import presence
 from .. import audit
 from ..feedback import invalid
 from ..forms import WorkerForm
 from ..page_context import PageContext
 from ..pagination import paginate_sequence
+from ..worker_rows import worker_rows
 from .jobs import list_context
 
 
 def worker_list(ctx: PageContext) -> HttpResponse:
-    """Workers seen recently, most recently active first, with their job counts."""
-    page = paginate_sequence(ctx.request, ctx.client.workers.counts())
-    return ctx.render("workers.html", {"page": page}, title="Workers", section="workers")
+    """Workers: live ones first, with host, pid, current job, counts and memory."""
+    now = ctx.client.now()
+    rows = worker_rows(ctx.client, now)
+    page = paginate_sequence(ctx.request, rows)
+    context = {"page": page, "now": now, "live_count": sum(row.live for row in rows),
+               "silent_count": sum(row.silent for row in rows)}
+    return ctx.render("workers.html", context, title="Workers", section="workers")
 
 
 def worker_page(ctx: PageContext, name: str) -> HttpResponse:
@@ -45,7 +51,13 @@ def forget(ctx: PageContext) -> HttpResponse:
     if not form.is_valid():
         return invalid(ctx, form, ctx.url("workers"))
     name = form.cleaned_data["name"]
+    row = next((r for r in worker_rows(ctx.client, ctx.client.now()) if r.name == name), None)
+    if row is not None and row.live:
+        messages.error(ctx.request, f"Worker {name} is still reporting: only a worker that "
+                       "stopped reporting can be forgotten.")
+        return ctx.redirect_back(ctx.url("workers"))
     ctx.client.workers.deregister(name)
+    presence.forget(ctx.client, [name])
     audit.record(ctx, models.Worker, [(name, f"Forgot worker {name}")], deletion=True)
     messages.success(ctx.request, f"Forgot worker {name}.")
     return ctx.redirect_back(ctx.url("workers"))
