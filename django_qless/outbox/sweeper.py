@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import redis
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -144,6 +144,9 @@ class Sweeper(threading.Thread):
                 if databases is None:
                     databases = self._usable_databases()
                 sweep(outbox, databases)
+            except (DatabaseError, redis.RedisError) as exc:
+                logger.warning("qless outbox: sweep failed (%s: %s); trying again in %ss",
+                               type(exc).__name__, exc, outbox.sweep_interval)
             except Exception:
                 logger.exception("qless outbox: sweep failed")
             finally:
