@@ -324,3 +324,8 @@ def test_backlog_counts_rows_and_the_oldest_age(redis_down: None) -> None:
     age_rows(120)
     found = backlog()
     assert found.rows == 2 and found.oldest_age is not None and 119 < found.oldest_age < 130
+
+
+def test_manage_py_qless_outbox_refuses_an_unknown_database() -> None:
+    with pytest.raises(CommandError, match="unknown database nowhere"):
+        call_command("qless_outbox", "--database", "nowhere", stdout=StringIO())

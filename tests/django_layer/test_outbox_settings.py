@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.checks import Warning as CheckWarning
 from django.core.checks import run_checks
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection, transaction
 
 from django_qless.conf import get_settings
@@ -92,3 +95,10 @@ def test_without_the_table_an_on_commit_enqueue_is_put_at_commit(qless: Client) 
 def test_the_check_needs_a_database_to_run() -> None:
     # Tagged `database`: a plain `manage.py check` does not query the database.
     assert check_outbox_table(databases=None) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("dropped_table")
+def test_qless_outbox_names_a_database_without_the_table(qless_url: str) -> None:
+    with pytest.raises(CommandError, match="no outbox table in database default: run manage.py"):
+        call_command("qless_outbox", "--database", "default", stdout=StringIO())

@@ -6,10 +6,11 @@ import dataclasses
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
 
 from ...conf import get_settings
 from ...outbox import backlog, sweep
-from ...outbox.tables import outbox_databases
+from ...outbox.tables import migrated, outbox_databases
 
 
 def non_negative(text: str) -> float:
@@ -39,6 +40,14 @@ class Command(BaseCommand):
         if options["age"] is not None:
             outbox = dataclasses.replace(outbox, sweep_age=options["age"])
         databases = options["databases"] or outbox_databases()
+        unknown = [alias for alias in databases if alias not in connections]
+        if unknown:
+            raise CommandError(f"unknown database {', '.join(unknown)} (DATABASES has "
+                               f"{', '.join(connections)})")
+        missing = [alias for alias in databases if not migrated(alias)]
+        if missing:
+            raise CommandError(f"no outbox table in database {', '.join(missing)}: run "
+                               "manage.py migrate")
         report = sweep(outbox, databases)
         for jid in report.put:
             self.stdout.write(f"put {jid}")
