@@ -163,8 +163,8 @@ class JobDefinition(Generic[P, R]):
         on_commit = settings.enqueue_on_commit if self.on_commit is None else self.on_commit
         # Deferred puts keep workers from seeing rows the transaction has not committed yet.
         if on_commit and transaction.get_connection(self.db_alias).in_atomic_block:
-            if not (settings.outbox.enabled and not settings.immediate
-                    and self._defer(submission)):
+            outboxed = settings.outbox.enabled and not settings.immediate
+            if not (outboxed and self._defer(submission)):
                 transaction.on_commit(send, using=self.db_alias)
         else:
             send()
