@@ -30,7 +30,8 @@ from .limits import Limits
 from .monitor import Monitor
 from .options import WorkerOptions
 from .order import QueueOrder
-from .report import Reporter
+from .presence import PresenceReporter
+from .report import Outcome, Reporter
 from .runner import JobRunner
 from .shutdown import SignalHandlers
 from .state import StopState
@@ -61,10 +62,15 @@ class Worker:
                            lambda: self.stop.requested)
         reporter = Reporter(self.name)
         self.fetcher = Fetcher(self.client, self.order, options, self.stop, reporter)
+        #: What this process publishes about itself for the admin's workers page.
+        self.presence = PresenceReporter(
+            self.client, options.queues, lambda: self.monitor.current,
+            lambda: (self.outcomes[Outcome.COMPLETED.value], self.outcomes[Outcome.FAILED.value]),
+        )
         self.monitor = Monitor(
             self.client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
-            waker=self.waker, fetcher=self.fetcher,
+            waker=self.waker, fetcher=self.fetcher, presence=self.presence,
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, reporter)
         #: The event loop of `async def` jobs, one for the worker's life.
@@ -144,6 +150,7 @@ class Worker:
         self.fetcher.settle()
         self.fetcher.hand_back_held("worker shutdown")
         self.monitor.halt()
+        self.presence.withdraw()
         self.sweeper.halt()
         self.waker.close()
         try:

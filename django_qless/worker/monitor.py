@@ -36,6 +36,7 @@ from .state import RunningJob, StopState
 
 if TYPE_CHECKING:
     from .fetcher import Fetcher
+    from .presence import PresenceReporter
     from .wakeup import Waker
 
 logger = logging.getLogger("django_qless.worker")
@@ -71,6 +72,7 @@ class Monitor(threading.Thread):
         parent_pid: int | None = None,
         waker: Waker | None = None,
         fetcher: Fetcher | None = None,
+        presence: PresenceReporter | None = None,
     ) -> None:
         super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
         self.client = client
@@ -80,6 +82,7 @@ class Monitor(threading.Thread):
         self.parent_pid = parent_pid
         self.waker = waker
         self.fetcher = fetcher
+        self.presence = presence
         self.current: RunningJob | None = None
         self.heartbeats = 0
         self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
@@ -252,6 +255,8 @@ class Monitor(threading.Thread):
             self.stop.request("supervisor exited")
         if self.fetcher is not None:
             self.fetcher.lease_guard.poll()
+        if self.presence is not None:
+            self.presence.maybe_publish()
         running = self.current
         if running is None or running.interrupted is not None:
             return

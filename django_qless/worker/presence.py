@@ -27,6 +27,9 @@ logger = logging.getLogger("django_qless.worker")
 INTERVAL = 5.0
 #: Seconds a publication stays readable: three missed ones mark the worker as silent.
 TTL = 3 * INTERVAL
+#: A job running this long is published without waiting for the interval (short jobs are
+#: not: a publication per job would cost a round trip on the hot path).
+LONG_JOB = 1.0
 
 
 class PresenceReporter:
@@ -42,13 +45,18 @@ class PresenceReporter:
         self.started = time.time()
         self.host = socket.gethostname()
         self._next = 0.0
+        self._shown: str | None = None
 
     def maybe_publish(self) -> None:
-        """Publish when `INTERVAL` has passed since the last publication."""
+        """Publish when `INTERVAL` has passed, or a job has run `LONG_JOB` unpublished."""
         now = time.monotonic()
-        if now < self._next:
+        running = self.current()
+        long_job = (running is not None and running.job.jid != self._shown
+                    and now - running.started >= LONG_JOB)
+        if now < self._next and not long_job:
             return
         self._next = now + INTERVAL
+        self._shown = running.job.jid if running is not None else None
         try:
             publish(self.client, self.snapshot(), TTL)
         except (redis.RedisError, QlessError, OSError) as exc:
