@@ -43,6 +43,7 @@ def get_client(alias: str = DEFAULT_ALIAS) -> Client:
                 _redis_for(settings.connections[alias]),
                 max_payload_bytes=settings.max_payload_bytes,
                 put_memory_limit=settings.put_memory_limit,
+                replica_ack=settings.connections[alias].replica_ack,
             )
         return _clients[alias]
 

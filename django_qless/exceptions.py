@@ -21,6 +21,7 @@ from .core.exceptions import (
     ScriptError,
     UnknownJobError,
 )
+from .core.replication import ReplicationError
 
 __all__ = [
     "BadPayloadError",
@@ -37,6 +38,7 @@ __all__ = [
     "PayloadTooLargeError",
     "QueueFullError",
     "QlessConfigurationError",
+    "ReplicationError",
     "QlessError",
     "RetryJob",
     "ScriptArgumentError",

@@ -132,3 +132,168 @@ class RedisServer:
         self.process = None
         if self.directory:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def find_redis_sentinel() -> str | None:
+    """Debian's `redis-sentinel` (same binary as redis-server, run by its own name), if any."""
+    return shutil.which("redis-sentinel")
+
+
+@dataclass
+class SentinelProcess:
+    """One redis-sentinel on loopback, in its own temporary directory with its own config."""
+
+    binary: str
+    primary_port: int
+    service: str
+    down_after_ms: int
+    failover_timeout_ms: int
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    directory: str = ""
+
+    def start(self) -> SentinelProcess:
+        """Write the config (Sentinel rewrites it as it learns) and start watching the primary."""
+        self.directory = tempfile.mkdtemp(prefix="qless-sentinel-")
+        self.port = self.port or free_port()
+        config = Path(self.directory) / "sentinel.conf"
+        config.write_text(
+            f"port {self.port}\nbind 127.0.0.1\ndir {self.directory}\n"
+            f"sentinel monitor {self.service} 127.0.0.1 {self.primary_port} 2\n"
+            f"sentinel down-after-milliseconds {self.service} {self.down_after_ms}\n"
+            f"sentinel failover-timeout {self.service} {self.failover_timeout_ms}\n"
+            f"sentinel parallel-syncs {self.service} 1\n"
+        )
+        self.process = subprocess.Popen(  # noqa: S603 - fixed argument list
+            [self.binary, str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_until_ours(self.port, self.process)
+        return self
+
+    def client(self) -> redis.Redis:
+        """A client of this sentinel."""
+        return redis.Redis(port=self.port, socket_timeout=1, decode_responses=True)
+
+    def stop(self) -> None:
+        """Kill the sentinel and remove its directory."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@dataclass
+class SentinelGroup:
+    """A primary, one replica and three sentinels (quorum 2), all private, on loopback."""
+
+    service: str = "qless"
+    #: Small values so that a dead primary is replaced within a few seconds.
+    down_after_ms: int = 1000
+    failover_timeout_ms: int = 2000
+    #: A replica (re)joining gets its first sync at once, not after the default 5 s delay.
+    extra_args: tuple[str, ...] = ("--repl-diskless-sync-delay", "0")
+    primary: RedisServer | None = None
+    replica: RedisServer | None = None
+    sentinels: list[SentinelProcess] = field(default_factory=list)
+
+    def start(self, binary: str) -> SentinelGroup:
+        """Start everything and wait until the sentinels see the replica and each other."""
+        self.primary = RedisServer(extra_args=self.extra_args).start()
+        self.replica = RedisServer(extra_args=(
+            *self.extra_args, "--replicaof", "127.0.0.1", str(self.primary.port),
+        )).start()
+        for _ in range(3):
+            self.sentinels.append(SentinelProcess(
+                binary, self.primary.port, self.service, self.down_after_ms,
+                self.failover_timeout_ms,
+            ).start())
+        self._wait_until_watching()
+        return self
+
+    @property
+    def url(self) -> str:
+        """The redis+sentinel:// URL of the service, database 0."""
+        hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in self.sentinels)
+        return f"redis+sentinel://{hosts}/{self.service}/0"
+
+    def master_port(self) -> int | None:
+        """The port of the primary as the first sentinel that answers reports it."""
+        for sentinel in self.sentinels:
+            try:
+                address = sentinel.client().sentinel_get_master_addr_by_name(self.service)
+            except redis.ConnectionError:
+                continue
+            return int(address[1]) if address else None
+        return None
+
+    def wait_for_master(self, port: int, timeout: float) -> float:
+        """Poll until every sentinel names `port` as the primary; returns when (wall clock)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ports = {_master_port(sentinel, self.service) for sentinel in self.sentinels}
+            if ports == {port}:
+                return time.time()
+            time.sleep(0.02)
+        raise RuntimeError(f"the sentinels did not promote port {port} within {timeout} s")
+
+    def rejoin_as_replica(self, old: RedisServer, new_primary: RedisServer) -> None:
+        """Start a killed server again (same port, empty) as a replica of the new primary.
+
+        Sentinel would reconfigure it once it is back, after several seconds; doing it at
+        start-up gives the new primary a replica at once.
+        """
+        old.extra_args = (*self.extra_args, "--replicaof", "127.0.0.1", str(new_primary.port))
+        old.start()
+
+    def _wait_until_watching(self, timeout: float = 20) -> None:
+        """Each sentinel knows the replica and the two other sentinels; the replica is synced."""
+        assert self.replica is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            link = self.replica.client().info("replication").get("master_link_status")
+            states = [sentinel.client().sentinel_master(self.service)
+                      for sentinel in self.sentinels]
+            if link == "up" and all(
+                int(state["num-slaves"]) == 1 and int(state["num-other-sentinels"]) == 2
+                for state in states
+            ):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("the sentinels did not discover the replica and each other")
+
+    def stop(self) -> None:
+        """Kill every process and remove their directories."""
+        for sentinel in self.sentinels:
+            sentinel.stop()
+        for server in (self.primary, self.replica):
+            if server is not None:
+                server.stop()
+
+
+def _master_port(sentinel: SentinelProcess, service: str) -> int | None:
+    """The primary's port according to one sentinel (None when it does not answer)."""
+    try:
+        address = sentinel.client().sentinel_get_master_addr_by_name(service)
+    except redis.ConnectionError:
+        return None
+    return int(address[1]) if address else None
+
+
+def wait_until_ours(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Poll until INFO answers with the pid of `process`: never write to somebody else's server."""
+    deadline = time.monotonic() + 10
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode}")
+        try:
+            info = redis.Redis(port=port, socket_timeout=1).info("server")
+        except redis.ConnectionError as exc:
+            last_error = exc
+            time.sleep(0.02)
+            continue
+        if int(info["process_id"]) != process.pid:
+            raise RuntimeError(f"port {port} is served by another process")
+        return
+    raise RuntimeError(f"process on port {port} did not start: {last_error}")

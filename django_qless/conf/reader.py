@@ -20,6 +20,8 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from ..core import validation
+from ..core.exceptions import InvalidArgumentError
+from ..core.replication import ReplicaAck
 from ..exceptions import QlessConfigurationError
 from ..redis_urls import (
     SentinelSettings,
@@ -36,6 +38,7 @@ from .schema import (
     DEFAULT_MASKED_PATTERNS,
     DEFAULT_URL,
     DEFAULTS,
+    REPLICA_ACK_KEYS,
     TOP_KEYS,
     WORKER_KEYS,
     AdminSettings,
@@ -221,7 +224,27 @@ def read_connection(
     if sentinel is not None:
         sentinel = dataclasses.replace(sentinel, options=MappingProxyType(sentinel_options))
     queues = reader.queue_names(entry, "QUEUES", path)
-    return ConnectionSettings(alias, url, MappingProxyType(options), queues, sentinel)
+    replica_ack = read_replica_ack(reader, entry, path)
+    return ConnectionSettings(alias, url, MappingProxyType(options), queues, sentinel, replica_ack)
+
+
+def read_replica_ack(
+    reader: Reader, entry: Mapping[str, Any], path: str
+) -> ReplicaAck | None:
+    """`REPLICA_ACK`: None, or {'REPLICAS': n >= 1, 'TIMEOUT': seconds} for WAIT."""
+    value = entry.get("REPLICA_ACK")
+    where = f"{path}['REPLICA_ACK']"
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != set(REPLICA_ACK_KEYS):
+        reader.error("E003", where, "must be None or a dict with exactly the keys "
+                     f"'REPLICAS' and 'TIMEOUT' (seconds), got {value!r}")
+        return None
+    try:
+        return ReplicaAck(replicas=value["REPLICAS"], timeout=value["TIMEOUT"])
+    except InvalidArgumentError as exc:
+        reader.error("E003", where, str(exc))
+        return None
 
 
 def check_routing(reader: Reader, connections: Mapping[str, ConnectionSettings]) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ..core.replication import ReplicaAck
 from ..redis_urls import SentinelSettings
 from .worker_table import WORKER_OPTIONS, Isolation, Strategy, worker_default
 
@@ -20,7 +21,8 @@ TOP_KEYS = (
     "REQUIRE_DURABLE_REDIS", "OUTBOX", "OUTBOX_SWEEP_AGE", "OUTBOX_SWEEP_INTERVAL",
     "OUTBOX_BATCH_SIZE",
 )
-CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES")
+CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES", "REPLICA_ACK")
+REPLICA_ACK_KEYS = ("REPLICAS", "TIMEOUT")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
 ADMIN_KEYS = ("MASKED_DATA_KEYS", "MASKED_PATTERNS")
 #: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
@@ -56,6 +58,8 @@ class ConnectionSettings:
     options: Mapping[str, Any]
     queues: tuple[str, ...]
     sentinel: SentinelSettings | None = None
+    #: WAIT for replicas after each put and completion (None: Redis' asynchronous replication).
+    replica_ack: ReplicaAck | None = None
 
 
 @dataclass(frozen=True)

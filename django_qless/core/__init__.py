@@ -39,6 +39,7 @@ from .records import (
     WorkerJobs,
 )
 from .recurring import RecurringJob
+from .replication import ReplicaAck, ReplicationError
 from .script import QlessScript, script_sha, script_text
 from .workers import Workers
 
@@ -69,6 +70,8 @@ __all__ = [
     "Queue",
     "QueueCounts",
     "RecurringJob",
+    "ReplicaAck",
+    "ReplicationError",
     "Reply",
     "RetryJob",
     "ScriptArgumentError",

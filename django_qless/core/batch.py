@@ -29,11 +29,13 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import redis
 from redis.connection import Connection
 
+from . import replication
 from .commands import Command
 from .exceptions import ScriptError
 from .replies import decode
@@ -89,6 +91,15 @@ class Batch:
     def send(self, commands: Sequence[Command], replies: Sequence[Reply]) -> None:
         """Write `commands` now; each reply is handled by its `Reply` once read (see `read`)."""
         packed = pack(self.client.script.sha, self.client.now(), commands)
+        pending = [
+            _Pending(name, reply) for (name, _), reply in zip(commands, replies, strict=True)
+        ]
+        ack = self.client.replica_ack
+        if ack is not None and replication.wanted(ack, commands):
+            # Last, so the pops' replies are not held up by the wait for the replicas.
+            packed += ack.packed()
+            report = partial(replication.report, ack, tuple(commands))
+            pending.append(_Pending("WAIT", Reply(report)))
         with self.lock:
             connection = self._checkout()
             try:
@@ -102,9 +113,7 @@ class Batch:
             except BaseException as exc:
                 self._drop(connection, exc)
                 raise
-            self._unread.extend(
-                _Pending(name, reply) for (name, _), reply in zip(commands, replies, strict=True)
-            )
+            self._unread.extend(pending)
 
     @property
     def waiting(self) -> int:

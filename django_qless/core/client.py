@@ -24,6 +24,8 @@ from .memory_guard import DEFAULT_PUT_MEMORY_LIMIT, MemoryGuard
 from .queue import Queue
 from .records import Page, PutOutcome, QueueCounts, Tracked, as_list
 from .recurring import RecurringJob
+from .replication import ACKNOWLEDGED, ReplicaAck
+from .replication import call as call_acknowledged
 from .script import QlessScript
 from .workers import Workers
 
@@ -51,8 +53,11 @@ class Client:
         worker_name: str | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
         put_memory_limit: float | None = DEFAULT_PUT_MEMORY_LIMIT,
+        replica_ack: ReplicaAck | None = None,
     ) -> None:
         self.redis = redis
+        #: When set, puts and completions are followed by WAIT (`core/replication.py`).
+        self.replica_ack = replica_ack
         self.clock = clock
         self.worker_name = check.worker_name(
             default_worker_name() if worker_name is None else worker_name
@@ -78,6 +83,8 @@ class Client:
 
     def call(self, command: str, *args: Any) -> Any:
         """Run a script command by name with `now` from the clock; returns the decoded reply."""
+        if self.replica_ack is not None and command in ACKNOWLEDGED:
+            return call_acknowledged(self, self.replica_ack, Command(command, args))
         return self.script(command, self.now(), *args)
 
     def run(self, command: Command) -> Any:
