@@ -8,9 +8,11 @@ from collections.abc import Callable
 
 import redis
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
+from ..conf import get_settings
 from ..core import QlessError
-from .delivery import Delivery, deliver
+from .delivery import SWEEP_POLICY, Delivery, deliver
 from .models import OutboxEntry
 from .tables import ready
 
@@ -48,10 +50,24 @@ def store(entry: OutboxEntry, using: str) -> None:
         entry.pk = rows.values_list("pk", flat=True).get()
 
 
+def commit_policy(entry: OutboxEntry, sweep_age: float) -> str | None:
+    """The commit's put: plain (None) as outside a transaction, or the job's unique policy.
+
+    A row older than the sweep age when its transaction commits may be swept at that very
+    moment; a plain put after the sweep's would replace the job the sweep just put (and
+    run it twice), so such a row is put only if absent, as the sweep does.
+    """
+    if entry.unique:
+        return entry.unique
+    age = (timezone.now() - entry.created).total_seconds()
+    return SWEEP_POLICY if age >= sweep_age else None
+
+
 def put_after_commit(entry: OutboxEntry, using: str, announce: Announce) -> None:
     """The commit's put: never raises, so the transaction's later puts still run."""
     try:
-        delivery = deliver(entry, using, policy=entry.unique or None)
+        policy = commit_policy(entry, get_settings().outbox.sweep_age)
+        delivery = deliver(entry, using, policy=policy)
     except (redis.RedisError, QlessError) as exc:
         logger.warning("qless outbox: job %s (%s) not put at commit (%s: %s); its row stays "
                        "for the sweep", entry.jid, entry.klass, type(exc).__name__, exc)

@@ -329,3 +329,27 @@ def test_backlog_counts_rows_and_the_oldest_age(redis_down: None) -> None:
 def test_manage_py_qless_outbox_refuses_an_unknown_database() -> None:
     with pytest.raises(CommandError, match="unknown database nowhere"):
         call_command("qless_outbox", "--database", "nowhere", stdout=StringIO())
+
+
+def test_a_row_older_than_the_sweep_age_at_commit_leaves_a_swept_job_alone(
+    qless: Client, settings: Any, qless_settings: dict[str, Any]
+) -> None:
+    """A transaction open past the sweep age: the sweep may have put (and a worker popped)
+    the job by the time the commit's own put runs, which must not replace it."""
+    settings.QLESS = {**qless_settings, "OUTBOX_SWEEP_AGE": 0.2}
+    with transaction.atomic():
+        jid = add.using(jid="long-transaction").enqueue(1, 2)
+        time.sleep(0.3)
+        qless.queue("default").put(add.name, {"args": [1, 2], "kwargs": {}}, jid=jid)
+        qless.queue("default").pop()
+    job = qless.get_job(jid)
+    assert job is not None and job.state == "running"
+    assert OutboxEntry.objects.count() == 0
+
+
+def test_a_fresh_row_is_put_plainly_and_replaces_a_job_of_that_jid(qless: Client) -> None:
+    qless.queue("old").put(add.name, {"args": [0, 0], "kwargs": {}}, jid="re-put")
+    with transaction.atomic():
+        add.using(jid="re-put").enqueue(1, 2)
+    job = qless.get_job("re-put")
+    assert job is not None and (job.queue_name, job.data["args"]) == ("default", [1, 2])
