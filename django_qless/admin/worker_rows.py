@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import Client, QlessError
+from ..core import Client, QlessError, WorkerCounts
 from ..core.presence import Presence, RunningJob, listed
-from ..core.records import WorkerCounts
 
 #: Lease used to judge other clients' workers when `heartbeat` cannot be read.
 DEFAULT_LEASE = 60.0
