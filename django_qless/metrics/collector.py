@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 
 import redis
+from django.db import DatabaseError
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -18,6 +19,8 @@ from prometheus_client.registry import Collector
 from ..conf import get_settings
 from ..connection import get_client
 from ..core import QlessError, Timing
+from ..outbox.backlog import Backlog, backlog
+from ..outbox.tables import outbox_databases, ready
 from .readings import Reading, read
 
 logger = logging.getLogger(__name__)
@@ -60,9 +63,11 @@ class QlessCollector(Collector):
     """Reads each connection at scrape time; a connection that fails reports `qless_up 0`."""
 
     def __init__(self, connections: Callable[[], Sequence[str]],
-                 reader: Callable[[str], Reading]) -> None:
+                 reader: Callable[[str], Reading],
+                 outbox: Callable[[], Sequence[Backlog]] = lambda: ()) -> None:
         self.connections = connections
         self.reader = reader
+        self.outbox = outbox
 
     def collect(self) -> Iterator[Metric]:
         """Every qless metric family, labelled by connection alias."""
@@ -76,6 +81,14 @@ class QlessCollector(Collector):
                 continue
             families.up.add_metric([alias], 1)
             families.add(alias, reading)
+        try:
+            backlogs = self.outbox()
+        except DatabaseError as exc:
+            logger.warning("qless metrics: the outbox could not be read: %s", exc)
+            backlogs = ()
+        for waiting in backlogs:
+            families.outbox_rows.add_metric([waiting.database], waiting.rows)
+            families.outbox_age.add_metric([waiting.database], waiting.oldest_age or 0.0)
         yield from families.all()
 
 
@@ -114,6 +127,12 @@ class Families:
         self.run = HistogramMetricFamily(
             "qless_job_run_seconds", "Time from pop to completion, today (UTC)",
             labels=["connection", "queue"])
+        self.outbox_rows = GaugeMetricFamily(
+            "qless_outbox_rows", "On-commit enqueues not yet put into Redis (outbox rows)",
+            labels=["database"])
+        self.outbox_age = GaugeMetricFamily(
+            "qless_outbox_oldest_age_seconds", "Age of the oldest outbox row (0 when empty)",
+            labels=["database"])
 
     def add(self, alias: str, reading: Reading) -> None:
         """Add one connection's figures."""
@@ -136,10 +155,18 @@ class Families:
     def all(self) -> Iterable[Metric]:
         """The families, in a stable order."""
         return (self.up, self.jobs, self.paused, self.completed, self.failures, self.retries,
-                self.groups, self.workers, self.alive, self.wait, self.run)
+                self.groups, self.workers, self.alive, self.wait, self.run, self.outbox_rows,
+                self.outbox_age)
 
 
 def default_collector() -> QlessCollector:
     """A collector over every connection in `QLESS['CONNECTIONS']`."""
     return QlessCollector(lambda: list(get_settings().connections),
-                          lambda alias: read(get_client(alias)))
+                          lambda alias: read(get_client(alias)), outbox_backlogs)
+
+
+def outbox_backlogs() -> list[Backlog]:
+    """The outbox backlog of every database that holds the table (none when it is off)."""
+    if not get_settings().outbox.enabled:
+        return []
+    return [backlog(alias) for alias in outbox_databases() if ready(alias)]

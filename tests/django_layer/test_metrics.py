@@ -12,12 +12,17 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
+from django.db import transaction
 from django.test import Client as HttpClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_qless.core import Client, Timing
 from django_qless.metrics.collector import BOUNDS, QLESS_BOUNDS, buckets
 from django_qless.metrics.exposition import exposition
+from tests.testapp.qless_jobs import add
+
+# A scrape reads the outbox backlog of every database too.
+pytestmark = pytest.mark.django_db(databases=["default", "other"])
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-for-tests"
@@ -121,7 +126,6 @@ def test_the_token_reads_the_metrics(settings: Any, seeded: Client) -> None:
     assert value(samples(response.content.decode()), "qless_queue_paused", queue="reports") == 1
 
 
-@pytest.mark.django_db
 def test_staff_needs_the_view_permission(seeded: Client) -> None:
     user = User.objects.create_user("ops", password="pw", is_staff=True)
     http = HttpClient()
@@ -159,3 +163,15 @@ def test_the_grafana_dashboard_queries_only_exported_metrics(seeded: Client) -> 
     }
     exported = {sample_name for sample_name, _ in samples(exposition().decode())}
     assert queried and queried <= exported, queried - exported
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+def test_the_outbox_backlog_is_reported(settings: Any) -> None:
+    settings.QLESS = {"URL": "redis://127.0.0.1:1/0", "OPTIONS": {"socket_connect_timeout": 0.2}}
+    with transaction.atomic():  # Redis is unreachable: the rows stay for the sweep
+        add.enqueue(1, 2)
+        add.enqueue(3, 4)
+    found = samples(exposition().decode())
+    assert found[("qless_up", (("connection", "default"),))] == 0
+    assert found[("qless_outbox_rows", (("database", "default"),))] == 2
+    assert 0 <= found[("qless_outbox_oldest_age_seconds", (("database", "default"),))] < 60
