@@ -16,12 +16,12 @@ from .core.exceptions import (
     PayloadTooLargeError,
     QlessError,
     QueueFullError,
+    ReplicationError,
     RetryJob,
     ScriptArgumentError,
     ScriptError,
     UnknownJobError,
 )
-from .core.replication import ReplicationError
 
 __all__ = [
     "BadPayloadError",

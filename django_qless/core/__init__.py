@@ -18,6 +18,7 @@ from .exceptions import (
     PayloadTooLargeError,
     QlessError,
     QueueFullError,
+    ReplicationError,
     RetryJob,
     ScriptArgumentError,
     ScriptError,
@@ -39,7 +40,7 @@ from .records import (
     WorkerJobs,
 )
 from .recurring import RecurringJob
-from .replication import ReplicaAck, ReplicationError
+from .replication import ReplicaAck
 from .script import QlessScript, script_sha, script_text
 from .workers import Workers
 

@@ -80,3 +80,20 @@ class ScriptNotLoadedError(QlessError):
 
 class QueueFullError(QlessError, redis.exceptions.OutOfMemoryError):
     """Redis is (nearly) at its `maxmemory`: the put was refused and nothing was written."""
+
+
+class ReplicationError(QlessError):
+    """The primary has the write, but fewer replicas than `REPLICA_ACK` asks confirmed it."""
+
+    def __init__(
+        self, command: str, jid: str, acknowledged: int, replicas: int, timeout_ms: int
+    ) -> None:
+        super().__init__(
+            f"{command} of job {jid} was written to the primary but not confirmed by a "
+            f"replica: {acknowledged} of {replicas} acknowledged within {timeout_ms} ms; "
+            "a failover now could lose it"
+        )
+        self.command = command
+        self.jid = jid
+        self.acknowledged = acknowledged
+        self.replicas = replicas

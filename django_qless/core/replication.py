@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from .commands import Command
-from .exceptions import InvalidArgumentError, QlessError, ScriptNotLoadedError
+from .exceptions import InvalidArgumentError, ReplicationError, ScriptNotLoadedError
 from .replies import decode
 from .script import script_text
 
@@ -65,21 +65,6 @@ class ReplicaAck:
         return b"*3\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(word), word) for word in words)
 
 
-class ReplicationError(QlessError):
-    """The primary has the write but fewer replicas than asked confirmed it in time."""
-
-    def __init__(self, command: str, jid: str, acknowledged: int, ack: ReplicaAck) -> None:
-        super().__init__(
-            f"{command} of job {jid} was written to the primary but not confirmed by a "
-            f"replica: {acknowledged} of {ack.replicas} acknowledged within {ack.timeout_ms} ms; "
-            "a failover now could lose it"
-        )
-        self.command = command
-        self.jid = jid
-        self.acknowledged = acknowledged
-        self.replicas = ack.replicas
-
-
 def wanted(ack: ReplicaAck | None, commands: Sequence[Command]) -> bool:
     """True when `WAIT` should follow these commands."""
     return ack is not None and any(command.name in ACKNOWLEDGED for command in commands)
@@ -98,7 +83,8 @@ def settle(ack: ReplicaAck, commands: Sequence[Command], acknowledged: Any) -> N
         return
     for name, args in commands:
         if name in PROMISED:
-            raise ReplicationError(name, str(args[PROMISED[name]]), count, ack)
+            jid = str(args[PROMISED[name]])
+            raise ReplicationError(name, jid, count, ack.replicas, ack.timeout_ms)
     for name, args in commands:
         if name in REPORTED:
             logger.warning(
