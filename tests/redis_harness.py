@@ -149,6 +149,12 @@ class SentinelProcess:
     down_after_ms: int
     failover_timeout_ms: int
     port: int = 0
+    #: The 40-hex-digit id this sentinel announces (set here so its peers can be told it).
+    myid: str = field(default_factory=lambda: os.urandom(20).hex())
+    #: (port, myid) of the other sentinels and the replica's port, written into the config
+    #: so the group is complete at once instead of after several hello periods.
+    peers: tuple[tuple[int, str], ...] = ()
+    replica_port: int | None = None
     process: subprocess.Popen[bytes] | None = None
     directory: str = ""
 
@@ -157,13 +163,19 @@ class SentinelProcess:
         self.directory = tempfile.mkdtemp(prefix="qless-sentinel-")
         self.port = self.port or free_port()
         config = Path(self.directory) / "sentinel.conf"
-        config.write_text(
-            f"port {self.port}\nbind 127.0.0.1\ndir {self.directory}\n"
-            f"sentinel monitor {self.service} 127.0.0.1 {self.primary_port} 2\n"
-            f"sentinel down-after-milliseconds {self.service} {self.down_after_ms}\n"
-            f"sentinel failover-timeout {self.service} {self.failover_timeout_ms}\n"
-            f"sentinel parallel-syncs {self.service} 1\n"
-        )
+        lines = [
+            f"port {self.port}", "bind 127.0.0.1", f"dir {self.directory}",
+            f"sentinel myid {self.myid}",
+            f"sentinel monitor {self.service} 127.0.0.1 {self.primary_port} 2",
+            f"sentinel down-after-milliseconds {self.service} {self.down_after_ms}",
+            f"sentinel failover-timeout {self.service} {self.failover_timeout_ms}",
+            f"sentinel parallel-syncs {self.service} 1",
+        ]
+        lines += [f"sentinel known-sentinel {self.service} 127.0.0.1 {port} {myid}"
+                  for port, myid in self.peers]
+        if self.replica_port is not None:
+            lines.append(f"sentinel known-replica {self.service} 127.0.0.1 {self.replica_port}")
+        config.write_text("\n".join(lines) + "\n")
         self.process = subprocess.Popen(  # noqa: S603 - fixed argument list
             [self.binary, str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -203,10 +215,13 @@ class SentinelGroup:
         self.replica = RedisServer(extra_args=(
             *self.extra_args, "--replicaof", "127.0.0.1", str(self.primary.port),
         )).start()
-        for _ in range(3):
+        planned = [(free_port(), os.urandom(20).hex()) for _ in range(3)]
+        for port, myid in planned:
             self.sentinels.append(SentinelProcess(
                 binary, self.primary.port, self.service, self.down_after_ms,
-                self.failover_timeout_ms,
+                self.failover_timeout_ms, port=port, myid=myid,
+                peers=tuple(peer for peer in planned if peer[0] != port),
+                replica_port=self.replica.port,
             ).start())
         self._wait_until_watching()
         return self

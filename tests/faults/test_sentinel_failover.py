@@ -29,7 +29,7 @@ from django_qless.core import Client, QlessError, ReplicationError
 from tests.faults import ledger
 from tests.faults.app.qless_jobs import work
 from tests.faults.checks import Outcome, compressed_time, outcome, settle, unfinished
-from tests.faults.fleet import FAST, Fleet
+from tests.faults.fleet import Fleet
 from tests.redis_harness import RedisServer, SentinelGroup, find_redis_sentinel
 
 SENTINEL_BINARY = find_redis_sentinel()
@@ -48,6 +48,7 @@ PRODUCE_AFTER = 4.0
 #: Seconds from the kill within which producers and workers must be back.
 RESUME_WITHIN = 6.0
 ACK = {"REPLICAS": 1, "TIMEOUT": 0.5}
+WORKER_ARGS = ("q", "--poll-interval", "30", "--heartbeat-interval", "1")
 
 
 @dataclass
@@ -137,7 +138,9 @@ def fail_over(group: SentinelGroup, fleets: Callable[..., Fleet], settings: Any,
         connection["REPLICA_ACK"] = ack
         env["QLESS_FAULTS_REPLICA_ACK"] = json.dumps(ack)
     settings.QLESS = {"CONNECTIONS": {"default": connection}, "PUT_MEMORY_LIMIT": None}
-    fleet = fleets(group.url, WORKERS, "q", *FAST, env=env)
+    # Polling every 30 s: an idle worker wakes on the put's pub/sub event, so jobs flowing
+    # within seconds of the promotion show that the listener reconnected too.
+    fleet = fleets(group.url, WORKERS, *WORKER_ARGS, env=env)
     worker_pids = sorted(fleet.pids())
     team = [Producer(f"p{n}") for n in range(PRODUCERS)]
     stop = threading.Event()
