@@ -71,13 +71,16 @@ def wanted(ack: ReplicaAck | None, commands: Sequence[Command]) -> bool:
 
 
 def settle(ack: ReplicaAck, commands: Sequence[Command], acknowledged: Any) -> None:
-    """Act on `WAIT`'s answer: raise for a put, log for a completion (errors: logged)."""
-    if isinstance(acknowledged, redis.ConnectionError | redis.TimeoutError):
-        return  # the commands' own replies carry the lost connection
-    if isinstance(acknowledged, Exception):
-        # Redis refused WAIT (an ACL, a proxy): the writes happened, their replication is unknown.
-        logger.warning("qless: WAIT after %s failed: %s", _names(commands), acknowledged)
-        return
+    """Act on `WAIT`'s answer (a refusal counts as none): raise for a put, log for the rest."""
+    if isinstance(acknowledged, BaseException) and not isinstance(
+        acknowledged, redis.ResponseError
+    ):
+        return  # a lost connection or an interruption: the commands' own replies carry it
+    if isinstance(acknowledged, redis.ResponseError):
+        # Redis refused WAIT (renamed, an ACL, a proxy): the writes happened, but no replica
+        # is known to have them.
+        logger.warning("qless: WAIT after %s refused: %s", _names(commands), acknowledged)
+        acknowledged = 0
     count = int(acknowledged)
     if count >= ack.replicas:
         return

@@ -152,3 +152,16 @@ def test_a_refused_put_raises_the_script_error_not_replication(
     with pytest.raises(QlessError) as caught:
         acked.run(commands.Command("put", ("w", "q", "bad", "K", "not json", 0)))
     assert not isinstance(caught.value, ReplicationError)
+
+
+def test_a_refused_wait_counts_as_no_replica(caplog: pytest.LogCaptureFixture) -> None:
+    server = RedisServer(extra_args=("--rename-command", "WAIT", "")).start()
+    try:
+        acked = Client(server.client(), replica_ack=ReplicaAck(1, 1.0))
+        with caplog.at_level(logging.WARNING, logger="django_qless"), \
+                pytest.raises(ReplicationError, match="job j1"):
+            acked.queue("q").put("K", {}, jid="j1")
+        assert server.client().hget("ql:j:j1", "state") == b"waiting"
+        assert any("WAIT after put refused" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()
