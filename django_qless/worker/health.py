@@ -200,25 +200,31 @@ class LeaseGuard:
         return self.problem is None
 
     def poll(self, *, force: bool = False) -> None:
-        """Check the settings when a check is due (or now, with `force`)."""
+        """Check the settings when a check is due; with `force` (before a renewal) now,
+        and a Redis error is raised, as the renewal's own would be."""
         now = time.monotonic()
-        if force or now >= self._due:
-            self._check(now)
+        if force:
+            # One read (HGETALL of the config); the cadence is left as it was.
+            self._record(lease_problem(self.client, self.queues))
+            if self.problem:
+                self._due = min(self._due, now + CLOCK_CHECK_MIN)
+        elif now >= self._due:
+            try:
+                problem = lease_problem(self.client, self.queues)
+            except redis.RedisError:
+                self._due = now + CLOCK_CHECK_MIN
+                return  # the worker's loop reports Redis being away; keep the last verdict
+            self._record(problem)
+            self._due = now + (CLOCK_CHECK_MIN if problem else self._interval())
 
-    def _check(self, now: float) -> None:
-        """Read the settings, log a change either way, and schedule the next check."""
-        try:
-            problem = lease_problem(self.client, self.queues)
-        except redis.RedisError:
-            self._due = now + CLOCK_CHECK_MIN
-            return  # the worker's loop reports Redis being away; keep the last verdict
+    def _record(self, problem: str | None) -> None:
+        """Take a reading, logging a change either way."""
         name = self.client.worker_name
         if problem and problem != self.problem:
             logger.error("qless worker %s: %s; not popping until it is fixed", name, problem)
         elif problem is None and self.problem is not None:
             logger.warning("qless worker %s: lease settings fixed; popping again", name)
         self.problem = problem
-        self._due = now + (CLOCK_CHECK_MIN if problem else self._interval())
 
     def _interval(self) -> float:
         """The clock check's interval for these queues (the shortest one if unreadable)."""
