@@ -24,12 +24,31 @@ def _extra(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {name: kwargs[name] for name in _JOB_FIELDS if name in kwargs}
 
 
+def _job(kwargs: dict[str, Any]) -> str:
+    """`klass jid`: what ran, then which run of it."""
+    klass = kwargs.get("klass")
+    return f"{klass} {kwargs.get('jid')}" if klass else str(kwargs.get("jid"))
+
+
+def _seconds(value: object) -> str:
+    """A duration as people read it: `8 ms`, `1.25 s`, `42 s`, `3 min 4 s`."""
+    seconds = float(value) if isinstance(value, int | float) else 0.0
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
 @receiver(signals.job_enqueued, dispatch_uid="django_qless.log_job_enqueued")
 def log_job_enqueued(sender: object, **kwargs: Any) -> None:
     """Log an enqueue at INFO."""
     if not logger.isEnabledFor(logging.INFO):
         return
-    logger.info("qless job %s enqueued in %s", kwargs.get("jid"), kwargs.get("queue"),
+    logger.info("qless job %s enqueued in %s", _job(kwargs), kwargs.get("queue"),
                 extra=_extra(kwargs))
 
 
@@ -38,7 +57,7 @@ def log_job_started(sender: object, **kwargs: Any) -> None:
     """Log the start of a job at DEBUG (completion and failure are logged at INFO/ERROR)."""
     if not logger.isEnabledFor(logging.DEBUG):
         return
-    logger.debug("qless job %s started", kwargs.get("jid"), extra=_extra(kwargs))
+    logger.debug("qless job %s started", _job(kwargs), extra=_extra(kwargs))
 
 
 @receiver(signals.job_completed, dispatch_uid="django_qless.log_job_completed")
@@ -46,8 +65,8 @@ def log_job_completed(sender: object, **kwargs: Any) -> None:
     """Log a completed job at INFO."""
     if not logger.isEnabledFor(logging.INFO):
         return
-    logger.info("qless job %s completed in %.3fs", kwargs.get("jid"),
-                kwargs.get("duration") or 0.0, extra=_extra(kwargs))
+    logger.info("qless job %s completed in %s", _job(kwargs),
+                _seconds(kwargs.get("duration")), extra=_extra(kwargs))
 
 
 @receiver(signals.job_failed, dispatch_uid="django_qless.log_job_failed")
@@ -55,7 +74,8 @@ def log_job_failed(sender: object, **kwargs: Any) -> None:
     """Log a failed job with its traceback at ERROR."""
     if not logger.isEnabledFor(logging.ERROR):
         return
-    logger.exception("qless job %s failed (%s)", kwargs.get("jid"), kwargs.get("group"),
+    logger.exception("qless job %s failed after %s (%s)", _job(kwargs),
+                     _seconds(kwargs.get("duration")), kwargs.get("group"),
                      exc_info=kwargs.get("exception"), extra=_extra(kwargs))
 
 
@@ -64,7 +84,7 @@ def log_job_retried(sender: object, **kwargs: Any) -> None:
     """Log a retry at WARNING, with the exception that caused it."""
     if not logger.isEnabledFor(logging.WARNING):
         return
-    logger.warning("qless job %s retried in %ss", kwargs.get("jid"), kwargs.get("delay"),
+    logger.warning("qless job %s retried in %s", _job(kwargs), _seconds(kwargs.get("delay")),
                    exc_info=kwargs.get("exception"), extra=_extra(kwargs))
 
 
@@ -73,7 +93,7 @@ def log_job_lock_lost(sender: object, **kwargs: Any) -> None:
     """Log a lost lease at WARNING: another worker may now be running the job."""
     if not logger.isEnabledFor(logging.WARNING):
         return
-    logger.warning("qless job %s lost its lock", kwargs.get("jid"), extra=_extra(kwargs))
+    logger.warning("qless job %s lost its lock", _job(kwargs), extra=_extra(kwargs))
 
 
 @receiver(signals.worker_started, dispatch_uid="django_qless.log_worker_started")

@@ -187,11 +187,15 @@ def test_failure_is_logged_with_the_traceback(caplog: pytest.LogCaptureFixture) 
 @pytest.mark.parametrize(
     ("signal", "kwargs", "level", "text"),
     [
-        ("job_started", {"worker": "w"}, logging.DEBUG, "started"),
-        ("job_completed", {"worker": "w", "duration": 1.25}, logging.INFO, "completed in 1.250s"),
+        ("job_started", {"worker": "w"}, logging.DEBUG, "qless job k j2 started"),
+        ("job_completed", {"worker": "w", "duration": 1.25}, logging.INFO,
+         "qless job k j2 completed in 1.25 s"),
+        ("job_completed", {"worker": "w", "duration": 0.0081}, logging.INFO, "completed in 8 ms"),
+        ("job_completed", {"worker": "w", "duration": 184.4}, logging.INFO,
+         "completed in 3 min 4 s"),
         ("job_retried", {"worker": "w", "delay": 4, "exception": KeyError("x")}, logging.WARNING,
-         "retried in 4s"),
-        ("job_lock_lost", {"worker": "w"}, logging.WARNING, "lost its lock"),
+         "qless job k j2 retried in 4.00 s"),
+        ("job_lock_lost", {"worker": "w"}, logging.WARNING, "qless job k j2 lost its lock"),
     ],
 )
 def test_job_signals_are_logged(
