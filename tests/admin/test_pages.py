@@ -53,6 +53,19 @@ def test_queue_tabs_list_their_jobs(world: World, viewer: HttpClient) -> None:
     assert re.search(r"expires in (5\d|60) s", text(running))
 
 
+def test_a_queue_opens_on_its_first_tab_with_jobs(
+    world: World, qless: Client, viewer: HttpClient
+) -> None:
+    opened = {name: viewer.get(url("queue", name=name)).context["tab"]
+              for name in ("busy", "jobs")}
+    assert opened == {"busy": "running", "jobs": "waiting"}
+    qless.queue("empty").put(KLASS, {})
+    qless.existing_queue("empty").pop()[0].complete()
+    assert viewer.get(url("queue", name="empty")).context["tab"] == "stats"
+    # An explicit tab still wins.
+    assert viewer.get(url("queue", name="jobs") + "?tab=stats").context["tab"] == "stats"
+
+
 def test_stalled_tab_shows_expired_leases(lua: LuaScript, viewer: HttpClient, qless: Any) -> None:
     past = time.time() - 3600
     lua("put", past, "w", "slow", "late", KLASS, "{}", 0)

@@ -29,7 +29,7 @@ def queue_list(ctx: PageContext) -> HttpResponse:
 def queue_page(ctx: PageContext, name: str) -> HttpResponse:
     """One queue: counts, today's failures, settings, and the selected tab."""
     counts = ctx.client.existing_queue(name).counts()
-    tab = ctx.request.GET.get("tab", "stats")
+    tab = ctx.request.GET.get("tab") or first_tab(counts)
     tab = tab if tab in TABS else "stats"
     day = stats_day(ctx.request.GET.get("date", ""), ctx.client.now())
     stats = ctx.client.existing_queue(name).stats(day.timestamp())
@@ -54,6 +54,11 @@ def stats_day(text: str, now: float) -> datetime.datetime:
     except ValueError:
         date = datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc).date()
     return datetime.datetime.combine(date, datetime.time(12), tzinfo=datetime.timezone.utc)
+
+
+def first_tab(counts: QueueCounts) -> str:
+    """The tab a queue opens on: the first that lists jobs, else the stats."""
+    return next((tab for tab in TABS[1:] if tab_count(counts, tab)), "stats")
 
 
 def tab_count(counts: QueueCounts, tab: str) -> int | None:
