@@ -14,6 +14,7 @@ from django.urls import URLPattern, path
 from ..conf import DEFAULT_ALIAS
 from ..core import QlessError
 from . import permissions
+from .feedback import problem_text
 from .page_context import PageContext, page_context_for
 from .routes import INDEX_ROUTES, Route, section_routes
 
@@ -70,7 +71,7 @@ class QlessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             except redis.RedisError as exc:
                 return error_page(ctx, f"Redis error on connection {alias!r}: {exc}", 503)
             except QlessError as exc:
-                return error_page(ctx, str(exc), 400)
+                return error_page(ctx, problem_text(exc), 400)
 
         methods = permissions.ACTION_METHODS if route.action else permissions.PAGE_METHODS
         guarded = permissions.guard(view, perm=route.perm, methods=methods)

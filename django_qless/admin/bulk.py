@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..core import Client, Job, QlessError
+from .feedback import problem_text
 
 CHUNK = 500
 #: Most jobs one bulk request handles (a second request carries on).
@@ -52,7 +53,7 @@ def _retry_batch(client: Client, group: str, jids: list[str], outcome: Outcome) 
         else:
             _requeue_each(jobs, outcome)
     except QlessError as exc:
-        outcome.errors.append((group, str(exc)))
+        outcome.errors.append((group, problem_text(exc)))
         return False
     return outcome.done > before
 
@@ -65,7 +66,7 @@ def _requeue_each(jobs: list[Job], outcome: Outcome) -> None:
         try:
             job.requeue()
         except QlessError as exc:
-            outcome.errors.append((job.jid, str(exc)))
+            outcome.errors.append((job.jid, problem_text(exc)))
         else:
             outcome.done += 1
 
@@ -87,7 +88,7 @@ def _cancel_batch(client: Client, jids: list[str], outcome: Outcome, *, label: s
     try:
         outcome.done += len(client.cancel(*jids))
     except QlessError as exc:
-        outcome.errors.append((label, str(exc)))
+        outcome.errors.append((label, problem_text(exc)))
         return False
     return True
 

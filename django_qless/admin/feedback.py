@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 
+from ..core import DependencyError, JobNotFoundError, QlessError, ScriptError
 from .page_context import PageContext
 
 #: Errors listed one by one in a message; the rest are counted.
@@ -40,6 +42,18 @@ def report(ctx: PageContext, done: str | None, errors: Sequence[tuple[str, str]]
         messages.error(ctx.request, f"{len(errors)} not done: {shown}{suffix}")
 
 
+def problem_text(exc: QlessError) -> str:
+    """What a refusal means, in words for the page (never the script's raw error)."""
+    if isinstance(exc, DependencyError):
+        return "other jobs depend on it: cancel them together with it"
+    if isinstance(exc, JobNotFoundError):
+        return "no longer exists"
+    if isinstance(exc, ScriptError):
+        # "Cancel(): Job x is not running" -> "Job x is not running"
+        return re.sub(r"^\w+(\.\w+)?\(\):\s*", "", exc.message)
+    return str(exc)
+
+
 def plural(count: int, noun: str) -> str:
     """`1 job`, `3 jobs`."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
@@ -51,9 +65,11 @@ def confirmed(ctx: PageContext) -> bool:
 
 
 def confirm_page(
-    ctx: PageContext, *, title: str, question: str, items: Sequence[str] = (), fallback: str
+    ctx: PageContext, *, title: str, question: str, items: Sequence[str] = (),
+    also: Sequence[str] = (), fallback: str,
 ) -> HttpResponse:
-    """Ask before a destructive action: re-posts the same fields with `confirmed=yes`."""
+    """Ask before a destructive action: re-posts the same fields with `confirmed=yes`,
+    and the jids in `also` (jobs that must go with the selected ones) as more `jids`."""
     fields = [
         (name, value)
         for name, values in ctx.request.POST.lists()
@@ -65,6 +81,10 @@ def confirm_page(
         "question": question,
         "items": items[:50],
         "more_items": max(0, len(items) - 50),
+        "also": also[:50],
+        "more_also": max(0, len(also) - 50),
+        "also_fields": [("jids", jid) for jid in also],
+        "total": len(items) + len(also),
         "fields": fields,
         "action_url": ctx.request.path,
         "back_url": back if ctx.redirect_target_safe(back) else fallback,

@@ -15,6 +15,7 @@ from django import forms
 
 from ..core import Client, Job
 from . import bulk, permissions
+from .dependents import waiting_on
 from .feedback import plural
 from .forms import JidsForm, MoveForm, PriorityForm, TagForm, TagsForm, UndependForm
 
@@ -57,6 +58,9 @@ class Confirmation:
 
     title: str
     question: Callable[[Client, Data], str]
+    #: Jids the action must take too for qless to accept it (a cancel's dependents): the
+    #: page lists them and the confirmed action includes them.
+    also: Callable[[Client, Data], list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,8 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
         ),
         feedback=counted("Cancelled"), deletion=True, on_job_page=always,
         confirm=Confirmation(
-            "Cancel jobs", lambda _, data: f"Cancel {plural(len(data['jids']), 'job')}?"
+            "Cancel jobs", lambda _, data: f"Cancel {plural(len(data['jids']), 'job')}?",
+            also=lambda client, data: waiting_on(client, data["jids"]),
         ),
     ),
     JobAction(

@@ -15,7 +15,7 @@ from django_qless import models
 from django_qless.admin import forms
 from django_qless.connection import get_client
 from django_qless.core import Client
-from tests.admin.conftest import World, messages_of, post, url
+from tests.admin.conftest import KLASS, World, messages_of, post, url
 
 
 def last_log() -> LogEntry:
@@ -85,14 +85,31 @@ def test_cancel_leaves_a_completed_job_with_a_message(
     assert messages_of(response) == [f"1 not done: {world.complete}: is complete, not cancelled"]
 
 
-def test_cancel_of_a_job_something_depends_on_is_refused(
+def test_cancel_of_a_job_others_depend_on_lists_them_and_cancels_them_too(
+    world: World, qless: Client, operator: HttpClient
+) -> None:
+    grandchild = qless.queue("jobs").put(KLASS, {}, depends=[world.child])
+    ask = operator.post(url("job_cancel"), {"jids": [world.parent]})
+    page = ask.content.decode()
+    assert ask.status_code == 200
+    assert "2 other jobs depend on it" in page and "Yes, cancel all 3" in page
+    for jid in (world.child, grandchild):
+        assert f'<input type="hidden" name="jids" value="{jid}">' in page
+    fields: dict[str, Any] = {"jids": [world.parent, world.child, grandchild],
+                              "confirmed": "yes"}
+    response = post(operator, "job_cancel", fields)
+    assert messages_of(response) == ["Cancelled 3 jobs."]
+    assert [state(qless, jid) for jid in (world.parent, world.child, grandchild)] == [None] * 3
+
+
+def test_a_dependent_added_after_the_confirmation_is_reported_plainly(
     world: World, qless: Client, operator: HttpClient
 ) -> None:
     response = post(operator, "job_cancel", {"jids": [world.parent], "confirmed": "yes"})
     assert state(qless, world.parent) == "waiting"
-    assert "is a dependency of" in messages_of(response)[0]
-    post(operator, "job_cancel", {"jids": [world.parent, world.child], "confirmed": "yes"})
-    assert state(qless, world.parent) is None and state(qless, world.child) is None
+    [message] = messages_of(response)
+    assert "other jobs now depend on it; nothing was cancelled" in message
+    assert "Cancel()" not in message and "is a dependency of" not in message
 
 
 def test_cancel_of_a_vanished_job_is_reported(world: World, operator: HttpClient) -> None:

@@ -134,7 +134,7 @@ def test_bulk_retry_reports_a_refusal(
 
     monkeypatch.setattr(Client, "unfail", refuse)
     response = post(operator, "failure_retry", {"group": "g"})
-    assert messages_of(response) == ["1 not done: g: unfail: Unfail(): refused for the test"]
+    assert messages_of(response) == ["1 not done: g: refused for the test"]
     assert qless.failed() == {"g": 3}
 
 

@@ -6,7 +6,15 @@ import pytest
 from django.test import RequestFactory
 
 from django_qless.admin import presenters
+from django_qless.admin.feedback import problem_text
 from django_qless.admin.pagination import MAX_PAGE, paginate, paginate_sequence
+from django_qless.core import (
+    DependencyError,
+    JobNotFoundError,
+    JobStateError,
+    QlessError,
+    ScriptArgumentError,
+)
 from django_qless.templatetags.qless_admin import duration, lease
 
 KEYS = ("password", "token")
@@ -85,3 +93,14 @@ def test_huge_page_numbers_are_clamped_and_not_fetched() -> None:
     request = RequestFactory().get("/x", {"page": str(10**30)})
     page = paginate(request, lambda offset, count: pytest.fail("fetched"), total=10)
     assert page.number == MAX_PAGE and list(page.items) == []
+
+
+@pytest.mark.parametrize(("error", "shown"), [
+    (DependencyError("cancel", "Cancel(): a is a dependency of b but is not mentioned to be "
+                     "canceled"), "other jobs depend on it: cancel them together with it"),
+    (JobNotFoundError("timeout", "Timeout(): Job a does not exist"), "no longer exists"),
+    (JobStateError("timeout", "Timeout(): Job a not running"), "Job a not running"),
+    (ScriptArgumentError("recur.update", "Recur.update(): Arg \"x\" bad"), 'Arg "x" bad'),
+])
+def test_refusals_are_shown_in_words_not_as_script_errors(error: QlessError, shown: str) -> None:
+    assert problem_text(error) == shown

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from django.http import HttpResponse
 
 from ... import models
-from ...core import Job, QlessError
+from ...core import DependencyError, Job, QlessError
 from .. import audit
-from ..feedback import confirm_page, confirmed, invalid, report
+from ..feedback import confirm_page, confirmed, invalid, problem_text, report
 from ..job_actions import Data, JobAction, Selection
 from ..page_context import PageContext
 
@@ -35,9 +35,10 @@ def run_job_action(ctx: PageContext, action: JobAction) -> HttpResponse:
         return invalid(ctx, form, ctx.url(action.back or "overview"))
     data = form.cleaned_data
     if action.confirm is not None and not confirmed(ctx):
+        also = action.confirm.also(ctx.client, data) if action.confirm.also else []
         return confirm_page(
             ctx, title=action.confirm.title, question=action.confirm.question(ctx.client, data),
-            items=data.get("jids", ()), fallback=usual_place(ctx, action, data),
+            items=data.get("jids", ()), also=also, fallback=usual_place(ctx, action, data),
         )
     outcome = RUNNERS[action.selection](ctx, action, data)
     audit.record(ctx, models.Job, outcome.changes, deletion=action.deletion)
@@ -76,7 +77,7 @@ def apply(action: JobAction, jobs: list[Job], data: Data) -> tuple[list[Job], Er
             try:
                 action.operation(job, data)
             except QlessError as exc:
-                problem = str(exc)
+                problem = problem_text(exc)
         if problem:
             errors.append((job.jid, problem))
         else:
@@ -115,8 +116,13 @@ def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     if wanted:
         try:
             action.operation(ctx.client, wanted)
+        except DependencyError:
+            # A dependent appeared after the confirmation page listed them.
+            errors += [(job.jid, "other jobs now depend on it; nothing was cancelled, try "
+                        "again to see them") for job in wanted]
+            wanted = []
         except QlessError as exc:
-            errors += [(job.jid, str(exc)) for job in wanted]
+            errors += [(job.jid, problem_text(exc)) for job in wanted]
             wanted = []
     outcome = on_jobs(wanted, action, data, errors)
     outcome.back = ctx.url("overview")  # the jobs' pages are gone once they are deleted
