@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..core import HistoryEntry, Job, RecurringJob
+from ..core import Client, HistoryEntry, Job, RecurringJob
 from . import masking
 from .job_actions import JOB_ACTIONS, JobAction, Selection
 from .masking import Redaction
@@ -58,21 +58,35 @@ class JobRow:
     lease_left: float | None
     summary: str
     updated: datetime | None
+    #: When a scheduled job runs, and in how many seconds (None for other states).
+    runs_at: datetime | None = None
+    runs_in: float | None = None
 
 
-def job_row(job: Job, now: float, redaction: Redaction | None = None) -> JobRow:
-    """A list row: lease time left for running jobs, the failure's first line (masked; ""
-    for a user who may not see job data)."""
+def job_row(job: Job, now: float, redaction: Redaction | None = None,
+            due: float | None = None) -> JobRow:
+    """A list row: lease time left for running jobs, run time of scheduled ones (`due`),
+    the failure's first line (masked; "" for a user who may not see job data)."""
     lease = float(job.expires) - now if job.state == "running" and job.expires else None
     shown = redaction or masking.redaction(shows_data=True)
     summary = first_line(shown.text(job.failure.message)) if job.failure else ""
     updated = when(job.history[-1].when) if job.history else None
-    return JobRow(job=job, lease_left=lease, summary=summary, updated=updated)
+    return JobRow(job=job, lease_left=lease, summary=summary, updated=updated,
+                  runs_at=None if due is None else when(due),
+                  runs_in=None if due is None else due - now)
 
 
 def job_rows(jobs: Iterable[Job], now: float, redaction: Redaction | None = None) -> list[JobRow]:
-    """Rows for several jobs."""
-    return [job_row(job, now, redaction) for job in jobs]
+    """Rows for several jobs, with the run time of the scheduled ones."""
+    listed = list(jobs)
+    due = run_times(listed)
+    return [job_row(job, now, redaction, due.get(job.jid)) for job in listed]
+
+
+def run_times(jobs: Sequence[Job]) -> dict[str, float]:
+    """When each scheduled job among `jobs` runs (one round trip)."""
+    scheduled = [(job.queue_name, job.jid) for job in jobs if job.state == "scheduled"]
+    return jobs[0].client.due_times("scheduled", scheduled) if scheduled else {}
 
 
 @dataclass(frozen=True)
@@ -200,11 +214,26 @@ class RecurringRow:
 
     job: RecurringJob
     data: str
+    #: When it next spawns a job, and in how many seconds (None when unknown).
+    next_run: datetime | None = None
+    next_in: float | None = None
 
 
-def recurring_row(job: RecurringJob) -> RecurringRow:
-    """A recurring template with masked, pretty data."""
-    return RecurringRow(job=job, data=pretty_data(job.raw_data))
+def recurring_row(job: RecurringJob, next_run: float | None = None,
+                  now: float | None = None) -> RecurringRow:
+    """A recurring template with masked, pretty data and its next run."""
+    return RecurringRow(
+        job=job, data=pretty_data(job.raw_data),
+        next_run=None if next_run is None else when(next_run),
+        next_in=None if next_run is None or now is None else next_run - now,
+    )
+
+
+def recurring_rows(client: Client, jobs: Sequence[RecurringJob]) -> list[RecurringRow]:
+    """Rows for several templates, with their next runs read in one round trip."""
+    due = client.due_times("recur", [(job.queue_name, job.jid) for job in jobs])
+    now = client.now()
+    return [recurring_row(job, due.get(job.jid), now) for job in jobs]
 
 
 @dataclass(frozen=True)

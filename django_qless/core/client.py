@@ -144,6 +144,19 @@ class Client:
         """Jobs from a JSON array reply (`{}` or nil means none)."""
         return [] if reply is None else [Job(self, obj) for obj in as_list(json.loads(reply))]
 
+    def due_times(self, kind: str, members: Iterable[tuple[str, str]]) -> dict[str, float]:
+        """When each `(queue, jid)` is due, in one round trip: a scheduled job's run time
+        (`kind` "scheduled") or a recurring template's next spawn ("recur")."""
+        pairs = list(members)
+        if not pairs:
+            return {}
+        with self.redis.pipeline(transaction=False) as pipe:
+            for queue, jid in pairs:
+                pipe.zscore(keys.queue_set(queue, kind), jid)
+            scores = pipe.execute()
+        return {jid: float(score) for (_, jid), score in zip(pairs, scores, strict=True)
+                if score is not None}
+
     def recurring(self, jid: str) -> RecurringJob | None:
         """A recurring job template by jid, or None."""
         reply = self.run(commands.recur_get(jid))

@@ -283,3 +283,21 @@ def test_foreign_queue_and_worker_names_render(lua: LuaScript, viewer: HttpClien
     assert viewer.get(url("job", jid="odd jid")).context["job"].state == "running"
     worker = viewer.get(url("worker", name="worker with spaces"))
     assert [r.job.jid for r in worker.context["page"].items] == ["odd jid"]
+
+
+def test_scheduled_jobs_and_recurring_templates_show_when_they_run(
+    world: World, qless: Client, viewer: HttpClient
+) -> None:
+    scheduled = viewer.get(url("queue", name="jobs") + "?tab=scheduled")
+    [row] = scheduled.context["tab_context"]["page"].items
+    assert row.job.jid == world.scheduled and 3590 < row.runs_in <= 3600
+    shown = r"runs <time[^>]*>[\d-]+ [\d:]+</time> <span[^>]*>\(in (59 min|1 h)"
+    assert re.search(shown, text(scheduled))
+    job_page = text(viewer.get(url("job", jid=world.scheduled)))
+    assert "<dt>Runs</dt>" in job_page
+    waiting_page = text(viewer.get(url("job", jid=world.waiting)))
+    assert "<dt>Runs</dt>" not in waiting_page
+    recurring = viewer.get(url("queue", name="jobs") + "?tab=recurring")
+    [template] = recurring.context["tab_context"]["page"].items
+    assert template.next_run is not None and -5 <= template.next_in <= 60  # due at once
+    assert "Next run" in text(recurring)

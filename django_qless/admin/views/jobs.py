@@ -71,7 +71,7 @@ def job_page(ctx: PageContext, jid: str) -> HttpResponse:
     failure = job.failure if job.state == "failed" else None
     context: dict[str, Any] = {
         "job": job,
-        "row": presenters.job_row(job, ctx.client.now(), redaction),
+        "row": presenters.job_rows([job], ctx.client.now(), redaction)[0],
         **job_data(ctx, job),
         "attempts": attempts_of(job, redaction),
         "timeline": presenters.timeline(job.history, redaction),

@@ -87,7 +87,7 @@ def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -
 def recurring_rows(ctx: PageContext, jids: Sequence[str]) -> list[presenters.RecurringRow]:
     """Recurring templates by jid (skipping any deleted meanwhile)."""
     found = (ctx.client.recurring(jid) for jid in jids)
-    return [presenters.recurring_row(job) for job in found if job is not None]
+    return presenters.recurring_rows(ctx.client, [job for job in found if job is not None])
 
 
 def queue_settings(ctx: PageContext, name: str) -> dict[str, str | None]:
