@@ -60,6 +60,10 @@ def qless_link(context: template.Context, kind: str, value: Any, label: Any = No
         url = qless_reverse(context, name, **{keyword: str(value)})
     if url is None:
         return format_html("{}", text)
+    if kind in ("job", "recurring") and label is None:
+        # Cut to fit by CSS (`qless-jid-link`); the title shows the whole jid on hover.
+        return format_html('<a href="{}" class="qless-jid-link" title="{}">{}</a>', url, text,
+                           text)
     return format_html('<a href="{}">{}</a>', url, text)
 
 

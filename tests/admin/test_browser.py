@@ -152,6 +152,7 @@ def test_screenshots_of_the_main_pages(
         "recurring": url("recurring", jid=world.recurring),
         "config": url("config"),
         "workers": url("workers"),
+        "queue-scheduled": url("queue", name="jobs") + "?tab=scheduled",
     }
     for name, path in pages.items():
         response = page.goto(base + path)
@@ -161,6 +162,33 @@ def test_screenshots_of_the_main_pages(
     page.goto(base + url("overview"))
     shoot(page, images, "overview-dark")
     assert (images / "admin-overview-dark.png").stat().st_size > 10_000
+
+
+def test_jids_never_wrap_and_keep_their_full_value(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+    images: Path,
+) -> None:
+    world = plant(qless)
+    long_jid = "nightly-report-" + "7f3a9c" * 12
+    qless.queue("broken").put("app.jobs.report", {}, jid=long_jid)
+    qless.queue("broken").pop()[0].fail(world.group, "ValueError: boom")
+    make_user("ops", perms=ALL_PERMS)
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    page.set_viewport_size({"width": 900, "height": 900})
+    for path in (url("failure_group", group=world.group), url("queue", name="jobs")):
+        page.goto(base + path)
+        links = page.locator("a.qless-jid-link")
+        assert links.count() >= 1, path
+        line = page.evaluate("parseFloat(getComputedStyle(document.body).lineHeight) || 20")
+        for index in range(links.count()):
+            box = links.nth(index).bounding_box()
+            assert box is not None and box["height"] < 1.6 * line, (path, box)
+    link = page.locator(f'a.qless-jid-link[title="{long_jid}"]')
+    page.goto(base + url("failure_group", group=world.group))
+    assert link.inner_text() == long_jid  # cut by CSS only: copying takes the whole jid
+    assert link.evaluate("el => el.scrollWidth > el.clientWidth")  # and it is cut
+    shoot(page, images, "failure-group-narrow")
 
 
 def test_planted_markup_never_runs_in_the_browser(
