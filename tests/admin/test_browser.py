@@ -20,6 +20,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from django_qless.core import Client
+from django_qless.core.presence import Presence, RunningJob, publish
 from tests.admin.conftest import ALL_PERMS, plant, url
 from tests.admin.test_job_attempts_page import TASK_DATA, fail_attempt, popped
 from tests.admin.test_xss import PAYLOADS, pages_for, plant_payload
@@ -142,6 +143,13 @@ def test_screenshots_of_the_main_pages(
     world = plant(qless)
     make_user("ops", perms=ALL_PERMS)
     call_command("qless_worker", "jobs", burst=True, verbosity=0)  # fills the stats
+    now = qless.now()
+    publish(qless, Presence(  # a qless_worker process, as one publishes itself
+        name="web-1-4242-3f2a9c1e", host="web-1", pid=4242, version="0.1.0",
+        queues=("busy", "jobs"), started=now - 5400, seen=now, done=18_234, failed=12,
+        rss_bytes=92 * 1024 * 1024,
+        running=(RunningJob(world.running, "app.jobs.render_invoice", now - 12),),
+    ), ttl=60)
     page, base = browser_page, live_server.url
     log_in(page, base)
     pages = {
