@@ -192,6 +192,8 @@ class Chart:
     height: float
     start: str
     end: str
+    #: The tallest bar's count: the height of the chart, labelled on its y axis.
+    peak: int = 0
 
 
 def chart(histogram: tuple[int, ...]) -> Chart:
@@ -205,6 +207,7 @@ def chart(histogram: tuple[int, ...]) -> Chart:
         height=HISTOGRAM_HEIGHT,
         start="0 s",
         end=bucket_bounds(shown - 1)[1],
+        peak=max(histogram, default=0),
     )
 
 

@@ -107,13 +107,17 @@ def test_stats_tab_draws_the_histograms(lua: LuaScript, viewer: HttpClient, qles
     page = text(response)
     assert "<svg" in page and "1 job: 5 s to 6 s" in page and "1 job: 2 s to 3 s" in page
     assert response.context["stats"].wait.count == 1
+    assert response.context["tab_context"]["wait"].peak == 1
+    assert '<div class="qless-y-axis" aria-hidden="true"><span>1</span><span>0</span></div>' in page
+    assert "1 in 5 s to 6 s" in page and "1 in 2 s to 3 s" in page  # counts, written out
     assert "Wait time" in page and "Run time" in page
 
 
 def test_stats_of_another_day(world: World, viewer: HttpClient) -> None:
     response = viewer.get(url("queue", name="jobs") + "?tab=stats&date=2001-02-03")
     assert response.context["day"].date().isoformat() == "2001-02-03"
-    assert "No data for this day." in text(response)
+    page = text(response)
+    assert page.count("No jobs on this day.") == 2 and "qless-histogram" not in page
 
 
 def test_job_page_shows_history_failure_and_links(
