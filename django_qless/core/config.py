@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from . import commands
+from . import commands, keys
 from . import validation as check
 from .exceptions import ConfigValueError
 
@@ -90,6 +90,11 @@ class Config:
         refuse it (7.0 reads as 7).
         """
         return {key: _plain(value) for key, value in sorted(self._stored().items())}
+
+    def overridden(self) -> set[str]:
+        """The keys stored in `ql:config` (the others show their defaults)."""
+        return {key.decode() if isinstance(key, bytes) else str(key)
+                for key in self.client.redis.hkeys(keys.CONFIG)}
 
     def _stored(self) -> dict[str, object]:
         """The `config.get` object: defaults overlaid with stored values, as replied."""

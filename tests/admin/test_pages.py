@@ -217,9 +217,8 @@ def test_completed_workers_and_config_pages(world: World, viewer: HttpClient) ->
     assert completed.context["page"].total is None
     worker = viewer.get(url("worker", name=world.worker))
     assert [r.job.jid for r in worker.context["page"].items] == [world.running]
-    config = viewer.get(url("config"))
-    assert config.context["values"]["heartbeat"] == "60"
-    assert config.context["values"]["application"] == "qless"
+    config = {row.key: row.value for row in viewer.get(url("config")).context["rows"]}
+    assert (config["heartbeat"], config["application"]) == ("60", "qless")
 
 
 def test_view_only_users_see_no_action_buttons(world: World, viewer: HttpClient) -> None:
@@ -305,3 +304,18 @@ def test_scheduled_jobs_and_recurring_templates_show_when_they_run(
     [template] = recurring.context["tab_context"]["page"].items
     assert template.next_run is not None and -5 <= template.next_in <= 60  # due at once
     assert "Next run" in text(recurring)
+
+
+def test_config_shows_units_meanings_and_defaults(qless: Client, operator: HttpClient) -> None:
+    qless.config.set("jobs-history", 86400)
+    qless.config.set("mail-heartbeat", 30)
+    response = operator.get(url("config"))
+    rows = {row.key: row for row in response.context["rows"]}
+    assert (rows["heartbeat"].unit, rows["heartbeat"].stored) == ("seconds", False)
+    assert "Lease" in rows["heartbeat"].text
+    assert (rows["jobs-history"].readable, rows["jobs-history"].stored) == ("1 d", True)
+    assert rows["mail-heartbeat"].unit == "seconds" and rows["mail-heartbeat"].stored
+    page = text(response)
+    assert page.count("Unset</button>") == 2  # only the stored values can be unset
+    refused = operator.post(url("config_unset"), {"key": "heartbeat"}, follow=True)
+    assert "heartbeat is not set: it already has its default value." in messages_of(refused)

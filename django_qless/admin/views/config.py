@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from ... import models
 from ...core.config import NUMERIC_KEYS
 from .. import audit
+from ..config_help import config_rows
 from ..feedback import form_errors
 from ..forms import ConfigForm, ConfigKeyForm
 from ..page_context import PageContext
@@ -21,7 +22,7 @@ def config_page(
 ) -> HttpResponse:
     """Every config value (defaults included) and a form to set one."""
     context = {
-        "values": ctx.client.config.as_text(),
+        "rows": config_rows(ctx.client.config.as_text(), ctx.client.config.overridden()),
         "form": form or ConfigForm(),
         "known_keys": KNOWN_KEYS,
     }
@@ -48,6 +49,9 @@ def unset_value(ctx: PageContext) -> HttpResponse:
         messages.error(ctx.request, f"Nothing was changed: {form_errors(form)}")
         return ctx.redirect_back(ctx.url("config"))
     key = form.cleaned_data["key"]
+    if key not in ctx.client.config.overridden():
+        messages.error(ctx.request, f"{key} is not set: it already has its default value.")
+        return ctx.redirect_back(ctx.url("config"))
     ctx.client.config.unset(key)
     audit.record(ctx, models.Config, [(key, f"Unset config {key}")])
     messages.success(ctx.request, f"Unset {key} (its default applies).")
