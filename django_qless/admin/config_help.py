@@ -19,7 +19,7 @@ HELP = {
     "application": KeyHelp("", "Name shown by qless's web UIs."),
     "heartbeat": KeyHelp(
         "seconds", "Lease: how long a worker holds a job without renewing it before another "
-        "worker may take it (a queue's own `<queue>-heartbeat` wins)."),
+        "worker may take it (a queue's own <queue>-heartbeat wins)."),
     "grace-period": KeyHelp(
         "seconds", "After a lease expires, the worker is told it lost the job and gets this "
         "long before the job is given to another worker."),
