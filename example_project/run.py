@@ -145,8 +145,12 @@ def serve(args: argparse.Namespace, procs: Processes, url: str, data_dir: Path,
     data_dir.mkdir(parents=True, exist_ok=True)
     prepare(procs)
     worker_log = data_dir / "worker.log"
-    say(f"==> Starting the worker (manage.py qless_worker), logging to {shown(worker_log)}")
-    procs.spawn("worker", "qless_worker", "-v", "1", log=worker_log)
+    say(f"==> Starting the worker (manage.py qless_worker --reload), logging to "
+        f"{shown(worker_log)}")
+    # --reload restarts it on code changes, as runserver does, so a job edited in
+    # newsletter/qless_jobs.py runs its new code (the reloaded child is in its group).
+    procs.spawn("worker", "qless_worker", "-v", "1", "--reload", log=worker_log,
+                own_group=True)
     seed(procs, quick=False)
     say(f"==> Starting the development server on {args.host}:{args.port}")
     procs.spawn("web", "runserver", f"{args.host}:{args.port}", own_group=True)
@@ -158,7 +162,8 @@ def serve(args: argparse.Namespace, procs: Processes, url: str, data_dir: Path,
     say(f"  Admin   {base}/admin/")
     say(f"  Login   {USERNAME} / {PASSWORD}")
     say(f"  Redis   {url} ({where})")
-    say(f"  Worker  manage.py qless_worker; its log: tail -f {shown(worker_log)}")
+    say(f"  Worker  manage.py qless_worker --reload (restarts when code changes); its log: "
+        f"tail -f {shown(worker_log)}")
     say("Press Ctrl-C to stop the server, the worker" + (" and Redis." if redis else "."))
     say()
     while True:

@@ -302,15 +302,17 @@ def test_run_py_serves_the_admin_and_ctrl_c_stops_everything(
         text = log.read_text()
         assert f"Admin   http://127.0.0.1:{port}/admin/" in text
         assert "Login   admin / qless-demo" in text
+        assert "qless_worker --reload (restarts when code changes)" in text
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as page:
             assert page.status == 200
         url = (data_dir / "url").read_text().strip()
         assert url in text
         embedded = redis.Redis.from_url(url)
         assert embedded.ping()
-        # run.py, the worker, runserver and its reloaded child (redis-server rewrites its
-        # environment for its process title, so it is checked through its port instead).
-        assert len(processes_with(marker)) >= 4
+        # run.py, the worker and its reloaded child, runserver and its reloaded child
+        # (redis-server rewrites its environment for its process title, so it is checked
+        # through its port instead).
+        assert len(processes_with(marker)) >= 5
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=60)
