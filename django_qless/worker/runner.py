@@ -31,6 +31,10 @@ from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
 from .targets import NOTHING, JobTarget, Target, find_task
 
+#: When this worker process started (the module is imported as the worker starts): a job
+#: enqueued later may come from code the worker has not loaded.
+PROCESS_STARTED = time.time()
+
 logger = logging.getLogger("django_qless.worker")
 
 
@@ -185,7 +189,8 @@ class JobRunner:
         """A klass missing from the registry is never imported: the job fails at once."""
         group = group_for(job.queue_name, UnknownJobError)
         message = (f"UnknownJobError: {exc}\nklass {job.klass!r} is not a registered job in "
-                   f"worker {self.worker_name}; jobs are only run from the registry.")
+                   f"worker {self.worker_name}; jobs are only run from the registry."
+                   + stale_worker_hint(job))
         try:
             job.fail(group, message)
         except LockLostError as lost:
@@ -194,6 +199,17 @@ class JobRunner:
             return Outcome.LOCK_LOST
         self.reporter.send(signals.job_failed, job, duration=0.0, exception=exc, group=group)
         return Outcome.FAILED
+
+
+def stale_worker_hint(job: Job) -> str:
+    """Why a klass may be unknown: the worker's code is older than the job's."""
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(PROCESS_STARTED))
+    put = next((entry.when for entry in job.history if entry.what == "put"), None)
+    if put is not None and put > PROCESS_STARTED:
+        return (f"\nThis worker has run since {started}, before the job was enqueued: its "
+                "code may be older than the code that enqueued it. Restart the worker (in "
+                "development, qless_worker --reload restarts it on code changes).")
+    return f"\nThis worker has run since {started}."
 
 
 def keep(job: Job, value: Any) -> None:

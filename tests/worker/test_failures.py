@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from django_qless.core import Client
-from django_qless.worker import Worker, WorkerOptions
+from django_qless.worker import Worker, WorkerOptions, runner
 from django_qless.worker.failures import MAX_MESSAGE
 from tests.support import FakeClock
 
@@ -70,6 +70,24 @@ def test_unknown_klass_fails_at_once_and_is_never_imported(
     assert not marker.exists()
     assert sent.of("job_failed")[0]["sender"] is None
     assert "job_started" not in sent.names()
+
+
+def test_an_unknown_klass_enqueued_after_the_worker_started_says_the_worker_is_stale(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    messages = {}
+    for label, started in (("stale", qless.now() - 60), ("older job", qless.now() + 3600)):
+        monkeypatch.setattr(runner, "PROCESS_STARTED", started)
+        jid = put("app.jobs.added_since_the_worker_started")
+        run_worker("q")
+        job = qless.get_job(jid)
+        assert job is not None and job.failure is not None
+        messages[label] = job.failure.message
+    assert "before the job was enqueued" in messages["stale"]
+    assert "qless_worker --reload" in messages["stale"]
+    assert "before the job was enqueued" not in messages["older job"]
+    assert "This worker has run since" in messages["older job"]
 
 
 @pytest.mark.parametrize("klass", ["worker.mark", "worker.flaky"])
