@@ -150,6 +150,11 @@ def test_screenshots_of_the_main_pages(
         rss_bytes=92 * 1024 * 1024,
         running=(RunningJob(world.running, "app.jobs.render_invoice", now - 12),),
     ), ttl=60)
+    render = qless.queue("pipeline").put("app.jobs.render_issue", {"args": [7], "kwargs": {}})
+    send = qless.queue("pipeline").put("app.jobs.send_issue", {"args": [7], "kwargs": {}},
+                                       depends=[render])
+    qless.queue("pipeline").put("app.jobs.archive_issue", {"args": [7], "kwargs": {}},
+                                depends=[send])
     page, base = browser_page, live_server.url
     log_in(page, base)
     pages = {
@@ -161,6 +166,7 @@ def test_screenshots_of_the_main_pages(
         "config": url("config"),
         "workers": url("workers"),
         "queue-scheduled": url("queue", name="jobs") + "?tab=scheduled",
+        "job-depends": url("job", jid=send),
     }
     for name, path in pages.items():
         response = page.goto(base + path)

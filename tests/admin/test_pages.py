@@ -319,3 +319,19 @@ def test_config_shows_units_meanings_and_defaults(qless: Client, operator: HttpC
     assert page.count("Unset</button>") == 2  # only the stored values can be unset
     refused = operator.post(url("config_unset"), {"key": "heartbeat"}, follow=True)
     assert "heartbeat is not set: it already has its default value." in messages_of(refused)
+
+
+def test_job_page_draws_its_dependencies_both_ways_with_states(
+    world: World, qless: Client, viewer: HttpClient
+) -> None:
+    grandchild = qless.queue("jobs").put(KLASS, {}, depends=[world.child])
+    response = viewer.get(url("job", jid=world.child))
+    graph = response.context["graph"]
+    assert [(n.jid, n.state) for n in graph.waits_for] == [(world.parent, "waiting")]
+    assert [(n.jid, n.state) for n in graph.needed_by] == [(grandchild, "depends")]
+    assert graph.job.state == "depends"
+    page = text(response)
+    assert 'aria-label="Jobs this job waits for"' in page and "qless-graph-this" in page
+    qless.cancel(world.child, grandchild)  # the parent's dependent is gone now
+    assert viewer.get(url("job", jid=world.parent)).context["graph"] is None
+    assert "qless-graph-body" not in text(viewer.get(url("job", jid=world.parent)))

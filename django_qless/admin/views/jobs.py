@@ -12,6 +12,7 @@ from django.http import HttpResponse, HttpResponseRedirect
 from ...core import InvalidArgumentError, Job
 from .. import job_info, permissions, presenters
 from ..attempts import attempts_of
+from ..dependency_graph import dependency_graph
 from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
 from ..presenters import TRACKED_STATES, tracked_counts
@@ -80,6 +81,7 @@ def job_page(ctx: PageContext, jid: str) -> HttpResponse:
         "failure_message": redaction.text(failure.message) if failure else "",
         "failure_when": presenters.when(job.failure.when) if job.failure else None,
         "queue_names": [q.name for q in ctx.client.queues()],
+        "graph": dependency_graph(ctx.client, job),
     }
     crumbs = job_crumbs(ctx, job)
     return ctx.render("job.html", context, title=f"Job {jid}", section="", crumbs=crumbs)
