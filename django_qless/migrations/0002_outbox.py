@@ -3,6 +3,7 @@
 from typing import ClassVar
 
 import django.utils.timezone
+import django_qless.outbox.fields
 from django.db import migrations, models
 
 
@@ -24,9 +25,9 @@ class Migration(migrations.Migration):
                 ('data', models.TextField()),
                 ('not_before', models.FloatField()),
                 ('priority', models.FloatField(null=True)),
-                ('tags', models.JSONField(default=list)),
+                ('tags', django_qless.outbox.fields.JSONListField(default=list)),
                 ('retries', models.IntegerField(null=True)),
-                ('depends', models.JSONField(default=list)),
+                ('depends', django_qless.outbox.fields.JSONListField(default=list)),
                 ('tracked', models.BooleanField(default=False)),
                 ('unique', models.CharField(blank=True, default='', max_length=8)),
                 ('task_backend', models.CharField(blank=True, default='', max_length=128)),

@@ -7,6 +7,8 @@ from datetime import datetime
 from django.db import models
 from django.utils import timezone
 
+from .fields import JSONListField
+
 
 class OutboxEntry(models.Model):
     """One job to put into Redis: written in the enqueuing transaction, deleted once put."""
@@ -21,9 +23,9 @@ class OutboxEntry(models.Model):
     #: Epoch seconds before which the job must not run: a late put does not delay it again.
     not_before: models.FloatField[float, float] = models.FloatField()
     priority: models.FloatField[float | None, float | None] = models.FloatField(null=True)
-    tags = models.JSONField(default=list)
+    tags = JSONListField(default=list)
     retries: models.IntegerField[int | None, int | None] = models.IntegerField(null=True)
-    depends = models.JSONField(default=list)
+    depends = JSONListField(default=list)
     tracked: models.BooleanField[bool, bool] = models.BooleanField(default=False)
     #: The `put_if_absent` policy of a unique job ("" for a plain put).
     unique: models.CharField[str, str] = models.CharField(max_length=8, blank=True, default="")
