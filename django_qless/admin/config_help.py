@@ -55,7 +55,7 @@ class ConfigRow:
     value: str
     unit: str
     text: str
-    #: Stored in `ql:config` (can be unset); otherwise the default is shown.
+    #: Stored in qless's config hash (can be unset); otherwise the default is shown.
     stored: bool
     #: A duration in seconds, also as people read it ("7 d").
     readable: str
