@@ -1,10 +1,13 @@
-"""Render times of the admin pages over a queue of 1,000,000 waiting jobs.
+"""Render times of every admin page over a queue of 1,000,000 waiting jobs.
 
-Run: python bench/admin_pages.py [--jobs N] [--repeat R] [--redis-server PATH]
+Run: python bench/admin_pages.py [--jobs N] [--side S] [--repeat R] [--redis-server PATH]
 
 Starts a private redis-server, fills one queue with N waiting jobs (pipelined `put`
-calls), logs a superuser into the admin with Django's test client and times each page
-(median of R renders). It also reports the slowest Redis command the pages ran
+calls, every tenth tagged), adds S failed, completed and scheduled jobs, 100 workers
+holding jobs, dependencies, tracked jobs and recurring templates, logs a superuser into
+the admin with Django's test client and times every page the admin routes list, each
+tab of the queue page and both ends of the long lists (median of R renders); it stops
+if a page is missing from its list. It also reports the slowest Redis command the pages ran
 (SLOWLOG, threshold 10 ms) and whether any page used KEYS or SCAN. The target is
 every page under one second with no command over 10 ms.
 """
@@ -32,12 +35,22 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client as HttpClient  # noqa: E402
 from django.test.utils import override_settings, setup_test_environment  # noqa: E402
-from django.urls import reverse  # noqa: E402
+from django.urls import resolve, reverse  # noqa: E402
 
+from django_qless.admin.routes import ROUTES  # noqa: E402
+from django_qless.admin.views.queues import TABS  # noqa: E402
+from django_qless.core import Client  # noqa: E402
+from django_qless.core.presence import Presence, publish  # noqa: E402
 from tests.conftest import LuaScript  # noqa: E402
 from tests.redis_harness import RedisServer, find_redis_server  # noqa: E402
 
 QUEUE = "big"
+#: A second queue, where the failed and completed jobs ran.
+SIDE = "side"
+TAGS = '["bench"]'
+
+#: Workers holding jobs of the big queue, each with a published presence.
+WORKERS = 100
 KLASS = "bench.Job"
 BUDGET = 1.0
 SLOW_MICROSECONDS = 10_000
@@ -45,7 +58,7 @@ BLOCK = 5_000
 
 
 def fill(lua: LuaScript, jobs: int) -> float:
-    """Put `jobs` waiting jobs into the queue; returns the seconds it took."""
+    """Put `jobs` waiting jobs (every tenth tagged) into the queue; returns the seconds taken."""
     started = time.perf_counter()
     now = time.time()
     for start in range(0, jobs, BLOCK):
@@ -53,9 +66,50 @@ def fill(lua: LuaScript, jobs: int) -> float:
         for i in range(start, min(start + BLOCK, jobs)):
             args = ["put", now, "bench", QUEUE, f"job-{i:07d}", KLASS, f'{{"n": {i}}}', 0,
                     "priority", i % 5]
+            if i % 10 == 0:
+                args += ["tags", TAGS]
             lua.script(keys=[], args=args, client=pipe)
         pipe.execute()
     return time.perf_counter() - started
+
+
+def run_script(lua: LuaScript, calls: list[list[Any]]) -> None:
+    """Run script calls pipelined, `BLOCK` at a time."""
+    for start in range(0, len(calls), BLOCK):
+        pipe = lua.client.pipeline(transaction=False)
+        for args in calls[start:start + BLOCK]:
+            lua.script(keys=[], args=args, client=pipe)
+        pipe.execute()
+
+
+def fill_the_rest(lua: LuaScript, side: int) -> None:
+    """Beside the big queue: `side` failed, completed and scheduled jobs, and the others.
+
+    Failed jobs spread over five groups, running jobs held by 100 workers (each with a
+    published presence), jobs waiting on dependencies, tracked jobs and recurring
+    templates, so that every page has rows to show.
+    """
+    now = time.time()
+    done = [f"done-{i:06d}" for i in range(side)]
+    failed = [f"failed-{i:06d}" for i in range(side)]
+    run_script(lua, [["put", now, "bench", SIDE, jid, KLASS, "{}", 0] for jid in done + failed])
+    run_script(lua, [["pop", now, SIDE, "bench", BLOCK] for _ in range(0, 2 * side, BLOCK)])
+    run_script(lua, [["complete", now, jid, "bench", SIDE, "{}"] for jid in done])
+    run_script(lua, [["fail", now, jid, "bench", f"bench.Error{i % 5}", "boom", "{}"]
+                     for i, jid in enumerate(failed)])
+    run_script(lua, [["put", now, "bench", QUEUE, f"later-{i:06d}", KLASS, "{}", 3600 + i]
+                     for i in range(side)])
+    run_script(lua, [["put", now, "bench", QUEUE, f"after-{i:04d}", KLASS, "{}", 0,
+                      "depends", f'["later-{i:06d}"]'] for i in range(1000)])
+    run_script(lua, [["track", now, "track", f"job-{i:07d}"] for i in range(100)])
+    run_script(lua, [["recur", now, QUEUE, f"recur-{i:02d}", KLASS, "{}", "interval", 60, 0]
+                     for i in range(50)])
+    for w in range(WORKERS):
+        lua.script(keys=[], args=["pop", now, QUEUE, f"worker-{w:03d}", 10])
+        publish(Client(lua.client), Presence(
+            name=f"worker-{w:03d}", host="bench", pid=1000 + w, version="bench",
+            queues=(QUEUE,), started=now, seen=now, done=0, failed=0, rss_bytes=50 << 20,
+            running=()), ttl=3600)
 
 
 def page_url(route: str, query: str = "", /, **kwargs: str) -> str:
@@ -64,21 +118,44 @@ def page_url(route: str, query: str = "", /, **kwargs: str) -> str:
 
 
 def pages(jobs: int) -> dict[str, str]:
-    """The pages to time."""
+    """Every admin page (and every tab, first and last pages of the long lists) to time."""
     last = max(1, -(-jobs // 25))
     middle = last // 2
-    return {
+    timed = {
         "overview": page_url("overview"),
         "queues": page_url("queues"),
-        "queue stats tab": page_url("queue", "?tab=stats", name=QUEUE),
-        "waiting, page 1": page_url("queue", "?tab=waiting", name=QUEUE),
+        **{f"queue {tab} tab": page_url("queue", f"?tab={tab}", name=QUEUE) for tab in TABS},
         f"waiting, page {middle}": page_url("queue", f"?tab=waiting&page={middle}", name=QUEUE),
         f"waiting, page {last} (last)": page_url("queue", f"?tab=waiting&page={last}", name=QUEUE),
-        "job page": page_url("job", jid=f"job-{jobs // 2:07d}"),
+        "job page (waiting)": page_url("job", jid=f"job-{jobs // 2:07d}"),
+        "job page (failed)": page_url("job", jid="failed-000000"),
+        "job page (depends)": page_url("job", jid="after-0000"),
+        "job page (depended on)": page_url("job", jid="later-000000"),
+        "search": page_url("search", "?q=job-0500000"),
+        "completed": page_url("completed"),
         "tracked": page_url("tracked"),
-        "search": page_url("search"),
+        "tagged, page 1": page_url("tagged", "?tag=bench"),
+        "tagged, last page": page_url("tagged", f"?tag=bench&page={-(-jobs // 250)}"),
+        "failures": page_url("failures"),
+        "failure group": page_url("failure_group", group="bench.Error0"),
+        "workers": page_url("workers"),
+        "worker page": page_url("worker", name="worker-000"),
+        "recurring list": page_url("recurring_list"),
+        "recurring page": page_url("recurring", jid="recur-00"),
+        "config": page_url("config"),
         "metrics (Prometheus)": reverse("django_qless:metrics"),
     }
+    untimed = {route.name for route in ROUTES if not route.action} - {
+        path_name(path) for path in timed.values()}
+    if untimed:  # a new page must be added here, so the bench keeps covering every page
+        raise SystemExit(f"pages not timed: {', '.join(sorted(untimed))}")
+    return timed
+
+
+def path_name(path: str) -> str:
+    """The route name (without the `django_qless_` prefix) an admin path resolves to."""
+    name = resolve(path.split("?")[0]).url_name or ""
+    return name.removeprefix("django_qless_")
 
 
 def time_page(client: HttpClient, path: str, repeat: int) -> float:
@@ -126,6 +203,8 @@ def main() -> int:
     """Parse options, run, print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--side", type=int, default=50_000,
+                        help="failed, completed and scheduled jobs beside the big queue")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--redis-server", default=None)
     options = parser.parse_args()
@@ -135,6 +214,11 @@ def main() -> int:
         with override_settings(QLESS={"URL": server.url}):
             print(f"filled {options.jobs:,} waiting jobs in {fill(lua, options.jobs):.1f} s "
                   f"(redis-server {'.'.join(map(str, server.version))})")
+            started = time.perf_counter()
+            fill_the_rest(lua, options.side)
+            print(f"and {options.side:,} failed, completed and scheduled jobs each, "
+                  f"{WORKERS} workers, 50 recurring templates in "
+                  f"{time.perf_counter() - started:.1f} s")
             ok = report(lua, logged_in_client(), options.jobs, options.repeat)
     finally:
         server.stop()
