@@ -72,6 +72,32 @@ def worker_presence(worker: str) -> str:
 WORKER_PRESENCE_INDEX = f"{OWN_PREFIX}workers"
 
 
+def throughput(minute: int) -> str:
+    """The jobs django_qless workers finished in one epoch minute (hash: `<outcome>:<queue>`
+    -> count), expiring once it is out of the live overview's hour."""
+    return f"{OWN_PREFIX}throughput:{minute}"
+
+
+def depth(minute: int) -> str:
+    """Every queue's counts sampled once in one epoch minute (string: JSON), expiring with
+    the throughput of that minute."""
+    return f"{OWN_PREFIX}depth:{minute}"
+
+
+def cron_schedule(name: str) -> str:
+    """The hash of one synced cron schedule (its definition and the last slot handled)."""
+    return f"{OWN_PREFIX}cron:{name}"
+
+
+def cron_jobs(name: str) -> str:
+    """The slot jobs put for one cron schedule (zset: jid -> slot time), for prune/change."""
+    return f"{OWN_PREFIX}cron-jobs:{name}"
+
+
+#: Every synced cron schedule (zset: name -> time of its next slot), read by the workers.
+CRON_INDEX = f"{OWN_PREFIX}crons"
+
+
 def channel_name(channel: str) -> str:
     """A channel's name without the namespace (`ql:log` -> `log`)."""
     return channel.removeprefix(PREFIX)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+import redis
+
 from . import keys
 
 if TYPE_CHECKING:
@@ -84,21 +86,31 @@ class Listed:
 
 def publish(client: Client, presence: Presence, ttl: float) -> None:
     """Write the presence hash (expiring after `ttl` seconds) and index it, in one trip."""
-    key = keys.worker_presence(presence.name)
     pipe = client.redis.pipeline(transaction=True)
+    add_publication(pipe, presence, ttl)
+    pipe.execute()
+
+
+def add_publication(pipe: redis.client.Pipeline, presence: Presence, ttl: float) -> None:
+    """Queue on `pipe` the commands of `publish` (to share a round trip with others)."""
+    key = keys.worker_presence(presence.name)
     pipe.delete(key)
     pipe.hset(key, mapping=cast("dict[Any, Any]", presence.fields()))
     pipe.pexpire(key, max(1, int(ttl * 1000)))
     pipe.zadd(keys.WORKER_PRESENCE_INDEX, {presence.name: presence.seen})
-    pipe.execute()
 
 
 def withdraw(client: Client, name: str) -> None:
     """A worker stopping cleanly: its hash and index entry go."""
     pipe = client.redis.pipeline(transaction=True)
+    add_withdrawal(pipe, name)
+    pipe.execute()
+
+
+def add_withdrawal(pipe: redis.client.Pipeline, name: str) -> None:
+    """Queue on `pipe` the commands of `withdraw`."""
     pipe.delete(keys.worker_presence(name))
     pipe.zrem(keys.WORKER_PRESENCE_INDEX, name)
-    pipe.execute()
 
 
 def listed(client: Client, limit: int = 1000) -> list[Listed]:

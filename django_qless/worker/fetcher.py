@@ -39,6 +39,7 @@ from .options import WorkerOptions
 from .order import QueueOrder
 from .report import Outcome, Reporter, hand_back
 from .state import StopState
+from .throughput import Tally
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -63,6 +64,8 @@ class Fetcher:
         self.jobs_run = 0
         #: How many jobs ended each way, by `Outcome` value.
         self.outcomes: Counter[str] = Counter()
+        #: The same by queue, until the presence publication adds them to Redis.
+        self.tally = Tally()
 
     def next_job(self) -> Job | None:
         """A held job (in pop order) if there is one, else the next from the queues.
@@ -86,7 +89,7 @@ class Fetcher:
         if outcome is Outcome.SUCCEEDED:
             self._complete(job, duration)
         else:
-            self._count(outcome)
+            self._count(job, outcome)
         # The job's own run time: a slow link to Redis must not turn popping ahead off.
         self.durations.observe(duration)
         self.jobs_run += 1
@@ -127,16 +130,16 @@ class Fetcher:
         """
         if self.stop.requested:
             self.settle()
-            self._count(self._complete_alone(job, duration))
+            self._count(job, self._complete_alone(job, duration))
             return
         try:
             in_hand = self.held.in_hand()
             if in_hand:
                 self._send_ahead(job, duration, in_hand)
             else:
-                self._count(self._complete_and_pop(job, duration))
+                self._count(job, self._complete_and_pop(job, duration))
         except redis.RedisError as exc:
-            self._count(self.reporter.completed(job, duration, exc))
+            self._count(job, self.reporter.completed(job, duration, exc))
 
     def _send_ahead(self, job: Job, duration: float, in_hand: int) -> None:
         """Send the completion and the pops topping the held jobs up, without waiting."""
@@ -186,7 +189,7 @@ class Fetcher:
         except Exception:
             logger.exception("qless worker %s: could not report job %s", self.name, job.jid)
             outcome = Outcome.UNREPORTED
-        self._count(outcome)
+        self._count(job, outcome)
 
     def _report(self, job: Job, duration: float, answer: Any) -> Outcome:
         """What qless's answer to a completion makes of the job (its new state, or an error)."""
@@ -199,9 +202,10 @@ class Fetcher:
         """The `complete` of a job that succeeded, its data unchanged."""
         return commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
 
-    def _count(self, outcome: Outcome) -> None:
-        """Count one outcome."""
+    def _count(self, job: Job, outcome: Outcome) -> None:
+        """Count one outcome, in all and by queue (for the live overview)."""
         self.outcomes[outcome.value] += 1
+        self.tally.count(job.queue_name, outcome.value)
 
     # Popping.
 
@@ -215,7 +219,7 @@ class Fetcher:
         except LockLostError as exc:
             logger.info("qless worker %s: held job %s is no longer ours: %s", self.name,
                         held.job.jid, exc.message)
-            self._count(Outcome.LOCK_LOST)
+            self._count(held.job, Outcome.LOCK_LOST)
             return False
         return True
 

@@ -66,6 +66,7 @@ class Worker:
         self.presence = PresenceReporter(
             self.client, options.queues, lambda: self.monitor.current,
             lambda: (self.outcomes[Outcome.COMPLETED.value], self.outcomes[Outcome.FAILED.value]),
+            self.fetcher.tally,
         )
         self.monitor = Monitor(
             self.client, self.interrupter, self.stop,

@@ -2,7 +2,9 @@
 
 Published from the monitor thread every `INTERVAL` seconds under a key of django_qless's
 own that expires after `TTL` (see `core.presence`), so a worker that stops reporting
-(killed, frozen, cut off) disappears from the live list by itself.
+(killed, frozen, cut off) disappears from the live list by itself. The same round trip
+adds the jobs finished since the last one to the live overview's throughput and claims
+the minute's depth sample (`core.live`): the job loop pays nothing for either.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import redis
 
 from .. import __version__
 from ..core import Client, QlessError
-from ..core.presence import Presence, RunningJob, publish, withdraw
+from ..core.live import add_throughput, claim_depth, fill_depth
+from ..core.presence import Presence, RunningJob, add_publication, add_withdrawal
 from .rss import rss_mb
 from .state import RunningJob as Running
+from .throughput import Tally
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -37,8 +41,9 @@ class PresenceReporter:
 
     def __init__(self, client: Client, queues: tuple[str, ...],
                  current: Callable[[], Running | None],
-                 counts: Callable[[], tuple[int, int]]) -> None:
+                 counts: Callable[[], tuple[int, int]], tally: Tally | None = None) -> None:
         self.client = client
+        self.tally = tally if tally is not None else Tally()
         self.queues = queues
         self.current = current
         self.counts = counts
@@ -57,11 +62,30 @@ class PresenceReporter:
             return
         self._next = now + INTERVAL
         self._shown = running.job.jid if running is not None else None
+        now_wall = self.client.now()
+        taken = self.tally.take()
         try:
-            publish(self.client, self.snapshot(), TTL)
+            pipe = self.client.redis.pipeline(transaction=True)
+            add_publication(pipe, self.snapshot(), TTL)
+            add_throughput(pipe, taken, now_wall)
+            claim_depth(pipe, now_wall)
+            claimed = bool(pipe.execute()[-1])
         except (redis.RedisError, QlessError, OSError) as exc:
             # Reporting is best effort: the job loop has its own handling of a lost Redis.
+            # What was counted goes with the next publication instead.
+            self.tally.give_back(taken)
             logger.debug("qless worker %s: presence not published: %s",
+                         self.client.worker_name, exc)
+            return
+        if claimed:
+            self.sample_depth(now_wall)
+
+    def sample_depth(self, now_wall: float) -> None:
+        """Fill in the minute's depth sample this process claimed (once a minute per Redis)."""
+        try:
+            fill_depth(self.client, self.client.queues(), now_wall)
+        except (redis.RedisError, QlessError, OSError) as exc:
+            logger.debug("qless worker %s: queue depths not sampled: %s",
                          self.client.worker_name, exc)
 
     def snapshot(self) -> Presence:
@@ -79,9 +103,14 @@ class PresenceReporter:
         )
 
     def withdraw(self) -> None:
-        """A clean stop: remove the presence now rather than letting it expire."""
+        """A clean stop: remove the presence now rather than letting it expire, and add the
+        jobs finished since the last publication."""
+        taken = self.tally.take()
         try:
-            withdraw(self.client, self.client.worker_name)
-        except (redis.RedisError, OSError) as exc:
+            pipe = self.client.redis.pipeline(transaction=True)
+            add_withdrawal(pipe, self.client.worker_name)
+            add_throughput(pipe, taken, self.client.now())
+            pipe.execute()
+        except (redis.RedisError, QlessError, OSError) as exc:
             logger.debug("qless worker %s: presence not withdrawn: %s",
                          self.client.worker_name, exc)

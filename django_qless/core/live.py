@@ -1,0 +1,184 @@
+"""Live figures: jobs finished per minute and queue depths, kept for the last hour.
+
+Two keys of django_qless's own per epoch minute (`int(now // 60)`), both expiring after
+`KEEP` seconds, so nothing has to prune them and reading the hour is one pipeline of a
+fixed size (no SCAN, nothing per job):
+
+- `keys.throughput(minute)`: hash `<outcome>:<queue>` -> jobs. Each `qless_worker` process
+  counts its outcomes in memory and adds them every few seconds (`add_throughput`), in the
+  round trip that publishes its presence.
+- `keys.depth(minute)`: JSON `{queue: [waiting, scheduled, running, stalled, depends]}`,
+  sampled once a minute per Redis. A worker claims the minute (`claim_depth`, SET NX) in
+  that same round trip and, when it won, fills the sample in; whoever reads the hour
+  with the counts at hand offers its own (`read_history(offer=...)`, SET NX).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from . import keys
+from .presence import text
+from .records import QueueCounts
+
+if TYPE_CHECKING:
+    from .client import Client
+
+#: Minutes the overview shows, the current one last.
+MINUTES = 60
+#: Seconds each minute's keys live: the hour and a margin for clocks a little apart.
+KEEP = (MINUTES + 5) * 60
+#: Outcomes counted: a job completed, failed for good, or failed and put back for a retry.
+OUTCOMES = ("completed", "failed", "retried")
+#: The counts of a depth sample, in the order each queue's list holds them.
+DEPTH_STATES = ("waiting", "scheduled", "running", "stalled", "depends")
+#: What a claimed depth sample holds until its claimer fills it in.
+CLAIMED = ""
+
+
+def minute_of(now: float) -> int:
+    """The epoch minute `now` (seconds since the epoch) falls in."""
+    return int(now // 60)
+
+
+def add_throughput(pipe: redis.client.Pipeline, counts: Mapping[tuple[str, str], int],
+                   now: float) -> None:
+    """Queue on `pipe` the increments of `counts` ((queue, outcome) -> jobs) for `now`'s minute."""
+    key = keys.throughput(minute_of(now))
+    added = False
+    for (queue, outcome), jobs in counts.items():
+        if jobs:
+            pipe.hincrby(key, f"{outcome}:{queue}", jobs)
+            added = True
+    if added:
+        pipe.expire(key, KEEP)
+
+
+def claim_depth(pipe: redis.client.Pipeline, now: float) -> None:
+    """Queue on `pipe` the claim of `now`'s depth sample; its reply is true for the winner."""
+    pipe.set(keys.depth(minute_of(now)), CLAIMED, nx=True, ex=KEEP)
+
+
+def fill_depth(client: Client, counts: Iterable[QueueCounts], now: float) -> None:
+    """Write the depth sample of `now`'s minute, claimed before (its expiry is kept)."""
+    client.redis.set(keys.depth(minute_of(now)), depth_json(counts), xx=True, keepttl=True)
+
+
+def depth_json(counts: Iterable[QueueCounts]) -> str:
+    """A depth sample: each queue's counts in `DEPTH_STATES` order."""
+    return json.dumps({queue.name: [getattr(queue, state) for state in DEPTH_STATES]
+                       for queue in counts}, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Depth:
+    """One queue's counts in a sample."""
+
+    waiting: int = 0
+    scheduled: int = 0
+    running: int = 0
+    stalled: int = 0
+    depends: int = 0
+
+
+@dataclass(frozen=True)
+class Minute:
+    """One minute: jobs finished there by queue and outcome, and its depth sample if taken."""
+
+    minute: int
+    finished: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    depths: Mapping[str, Depth] | None = None
+
+    @property
+    def start(self) -> float:
+        """When the minute began (seconds since the epoch)."""
+        return self.minute * 60.0
+
+    def jobs(self, outcome: str, queue: str | None = None) -> int:
+        """Jobs that ended with `outcome` in this minute, in one queue or all."""
+        if queue is not None:
+            return self.finished.get(queue, {}).get(outcome, 0)
+        return sum(by_outcome.get(outcome, 0) for by_outcome in self.finished.values())
+
+    def depth(self, state: str, queue: str | None = None) -> int | None:
+        """Jobs in `state` when sampled, in one queue or all; None without a sample."""
+        if self.depths is None:
+            return None
+        if queue is not None:
+            found = self.depths.get(queue)
+            return int(getattr(found, state)) if found is not None else 0
+        return sum(getattr(depth, state) for depth in self.depths.values())
+
+
+@dataclass(frozen=True)
+class History:
+    """The last `MINUTES` minutes, oldest first; the last one is still going on."""
+
+    minutes: tuple[Minute, ...]
+
+    def queues(self) -> list[str]:
+        """Every queue that finished a job or was sampled in the hour, by name."""
+        names: set[str] = set()
+        for minute in self.minutes:
+            names.update(minute.finished)
+            names.update(minute.depths or ())
+        return sorted(names)
+
+
+def read_history(client: Client, now: float,
+                 offer: Iterable[QueueCounts] | None = None) -> History:
+    """The hour up to `now`'s minute, in one round trip.
+
+    With `offer` (every queue's counts, just read), they become the current minute's depth
+    sample unless one was taken already: a page watched by someone keeps the depth history
+    going even when no `qless_worker` process runs.
+    """
+    last = minute_of(now)
+    numbers = range(last - MINUTES + 1, last + 1)
+    pipe = client.redis.pipeline(transaction=False)
+    if offer is not None:
+        pipe.set(keys.depth(last), depth_json(offer), nx=True, ex=KEEP)
+    for number in numbers:
+        pipe.hgetall(keys.throughput(number))
+    for number in numbers:
+        pipe.get(keys.depth(number))
+    replies = pipe.execute()
+    if offer is not None:
+        replies = replies[1:]
+    hashes, samples = replies[:MINUTES], replies[MINUTES:]
+    return History(tuple(
+        Minute(number, parse_throughput(raw), parse_depth(sample))
+        for number, raw, sample in zip(numbers, hashes, samples, strict=True)
+    ))
+
+
+def parse_throughput(raw: Mapping[Any, Any]) -> dict[str, dict[str, int]]:
+    """A throughput hash as queue -> outcome -> jobs; fields not understood are skipped."""
+    finished: dict[str, dict[str, int]] = {}
+    for name, value in raw.items():
+        outcome, _, queue = text(name).partition(":")
+        if outcome not in OUTCOMES or not queue:
+            continue
+        try:
+            jobs = int(text(value))
+        except ValueError:
+            continue
+        finished.setdefault(queue, {})[outcome] = jobs
+    return finished
+
+
+def parse_depth(sample: Any) -> dict[str, Depth] | None:
+    """A depth sample as queue -> counts; None when not taken, only claimed, or malformed."""
+    if sample is None or text(sample) == CLAIMED:
+        return None
+    try:
+        decoded = json.loads(text(sample))
+        return {str(queue): Depth(*(int(count) for count in counts[:len(DEPTH_STATES)]))
+                for queue, counts in decoded.items()}
+    except (ValueError, TypeError, AttributeError):
+        return None
