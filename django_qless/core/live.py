@@ -112,7 +112,7 @@ class Minute:
         if queue is not None:
             found = self.depths.get(queue)
             return int(getattr(found, state)) if found is not None else 0
-        return sum(getattr(depth, state) for depth in self.depths.values())
+        return sum(int(getattr(depth, state)) for depth in self.depths.values())
 
 
 @dataclass(frozen=True)
