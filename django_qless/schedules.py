@@ -13,6 +13,11 @@ template is written. django_qless fixes that first run to a *phase*: every run t
 
 Because the phase does not depend on when or where the sync runs, every host computes
 the same next run for a schedule.
+
+`cron("0 9 * * MON-FRI", tz="Europe/Paris")` names wall-clock slots instead (see
+`django_qless.cron` for the expression and daylight saving rules); it is accepted wherever
+`every(...)` is. Cron schedules are not qless recurring templates: `qless_recur` stores
+them under keys of django_qless's own and workers put one job per slot.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
+
+from .cron import CronError, CronExpression, zone
 
 #: Tag carried by every recurring template django_qless manages (and by the jobs it spawns).
 MANAGED_TAG = "django_qless:managed"
@@ -190,6 +197,76 @@ def every(
     )
 
 
+#: What `catch_up=` takes besides a number of slots.
+CATCH_UP_WORDS = ("skip", "latest")
+CatchUp = Literal["skip", "latest"] | int
+
+
+def check_catch_up(value: object) -> CatchUp:
+    """"skip", "latest", or a whole number N >= 1 of missed slots to run (digits accepted)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise CronError(f"catch_up must be 'skip', 'latest' or a number >= 1, got {value!r}")
+        return value
+    if value == "skip":
+        return "skip"
+    if value == "latest":
+        return "latest"
+    raise CronError(f"catch_up must be 'skip', 'latest' or a number >= 1, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Cron:
+    """A cron expression read in an IANA zone, and what to do about slots missed."""
+
+    expression: str
+    tz: str = "UTC"
+    catch_up: CatchUp = "latest"
+
+    def __post_init__(self) -> None:
+        parsed = CronExpression.parse(self.expression)
+        if not isinstance(self.tz, str) or not self.tz:
+            raise CronError(f"tz= must be an IANA zone name such as 'UTC', got {self.tz!r}")
+        zone(self.tz)
+        object.__setattr__(self, "expression", parsed.text)
+        object.__setattr__(self, "catch_up", check_catch_up(self.catch_up))
+
+    @property
+    def parsed(self) -> CronExpression:
+        """The expression, parsed."""
+        return CronExpression.parse(self.expression)
+
+    def next_runs(self, after: float, count: int) -> list[float]:
+        """The next `count` run instants strictly after `after` (seconds since the epoch)."""
+        start = dt.datetime.fromtimestamp(after, dt.UTC)
+        return [slot.at.timestamp() for slot in self.parsed.next_slots(self.tz, start, count)]
+
+    def describe(self) -> str:
+        """Short text such as `cron 0 9 * * MON-FRI Europe/Paris`."""
+        return f"cron {self.expression} {self.tz}"
+
+
+def cron(expression: str, *, tz: str = "UTC", catch_up: CatchUp = "latest") -> Cron:
+    """Wall-clock slots: `cron("0 9 * * MON-FRI", tz="Europe/Paris", catch_up="latest")`.
+
+    `catch_up` after downtime: "skip" missed slots, run the "latest" once (the default),
+    or an int N to run up to the N latest.
+    """
+    return Cron(expression, tz, catch_up)
+
+
+Timing = Every | Cron
+
+
+def as_timing(value: object) -> Timing:
+    """A `Cron` as it is, else `as_every(value)`."""
+    if isinstance(value, Cron):
+        return value
+    return as_every(value)
+
+
 def as_every(value: object) -> Every:
     """An `Every` from an `Every`, a timedelta or a number of seconds."""
     if isinstance(value, Every):
@@ -204,10 +281,11 @@ class Schedule:
     """One declared recurring job: when it runs, and what each spawned job gets.
 
     `queue`, `priority`, `tags`, `retries` and `connection` default to the job's own;
-    `backlog=None` spawns every missed run after downtime, an int caps it.
+    `backlog=None` spawns every missed run after downtime, an int caps it (interval
+    schedules only: a `cron(...)` says what it catches up with its own `catch_up=`).
     """
 
-    every: Every
+    every: Timing
     name: str | None = None
     args: Sequence[Any] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -219,7 +297,7 @@ class Schedule:
     connection: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "every", as_every(self.every))
+        object.__setattr__(self, "every", as_timing(self.every))
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ValueError(f"schedule name must be a non-empty string, got {self.name!r}")
         if isinstance(self.args, str | bytes) or not isinstance(self.args, Sequence):
@@ -243,15 +321,15 @@ class Schedule:
 
 
 def as_schedules(value: object) -> tuple[Schedule, ...]:
-    """Normalise `recur=`: None, a Schedule, an Every/timedelta/seconds, or a list of them."""
+    """Normalise `recur=`: None, a Schedule, a Cron/Every/timedelta/seconds, or a list."""
     if value is None or value == ():
         return ()
     if isinstance(value, Schedule):
         return (value,)
     if isinstance(value, list | tuple):
-        return tuple(item if isinstance(item, Schedule) else Schedule(as_every(item))
+        return tuple(item if isinstance(item, Schedule) else Schedule(as_timing(item))
                      for item in value)
-    return (Schedule(as_every(value)),)
+    return (Schedule(as_timing(value)),)
 
 
 def duration(seconds: int) -> str:

@@ -20,19 +20,25 @@ from ..registry import Registry, registry
 from ..schedules import (
     DEFAULT_BACKLOG,
     MANAGED_TAG,
+    Cron,
     Every,
     Schedule,
+    Timing,
     as_every,
+    cron,
     every,
     schedule_jid,
 )
 
 #: Keys of a `QLESS["RECURRING"]` entry.
 SETTING_KEYS = (
-    "JOB", "EVERY", "AT", "TZ", "OFFSET", "ANCHOR", "QUEUE", "PRIORITY", "TAGS", "RETRIES",
-    "BACKLOG", "ARGS", "KWARGS", "CONNECTION",
+    "JOB", "EVERY", "CRON", "AT", "TZ", "OFFSET", "ANCHOR", "CATCH_UP", "QUEUE", "PRIORITY",
+    "TAGS", "RETRIES", "BACKLOG", "ARGS", "KWARGS", "CONNECTION",
 )
 TIMING_KEYS = ("AT", "TZ", "OFFSET", "ANCHOR")
+#: Keys that only make sense next to CRON (and those that only make sense next to EVERY).
+CRON_KEYS = ("TZ", "CATCH_UP")
+INTERVAL_ONLY_KEYS = ("AT", "OFFSET", "ANCHOR", "BACKLOG")
 #: qless's own retries default, used when neither the job nor the schedule sets one.
 DEFAULT_RETRIES = 5
 
@@ -46,7 +52,7 @@ class Declared:
     klass: str
     queue: str
     connection: str
-    every: Every
+    every: Timing
     priority: float
     tags: tuple[str, ...]
     retries: int
@@ -55,6 +61,18 @@ class Declared:
     data: Mapping[str, Any]
     encoded: str
     source: str
+
+    @property
+    def cron(self) -> Cron | None:
+        """The cron timing, or None for an interval schedule."""
+        return self.every if isinstance(self.every, Cron) else None
+
+    @property
+    def interval(self) -> Every:
+        """The interval timing (only for schedules that are not cron ones)."""
+        if not isinstance(self.every, Every):
+            raise TypeError(f"schedule {self.name!r} is a cron schedule, not an interval")
+        return self.every
 
 
 @dataclass(frozen=True)
@@ -137,13 +155,17 @@ def resolve(
 def from_setting(name: str, entry: object) -> tuple[str, Schedule]:
     """The job klass and `Schedule` of one `QLESS["RECURRING"]` entry."""
     if not isinstance(entry, Mapping):
-        raise ValueError(f"must be a dict with JOB and EVERY, got {entry!r}")
+        raise ValueError(f"must be a dict with JOB and EVERY (or CRON), got {entry!r}")
     unknown = sorted(str(key) for key in entry if key not in SETTING_KEYS)
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(unknown)}; expected some of {SETTING_KEYS}")
-    missing = [key for key in ("JOB", "EVERY") if key not in entry]
+    if "EVERY" in entry and "CRON" in entry:
+        raise ValueError("give EVERY or CRON, not both")
+    missing = [key for key in ("JOB", "EVERY") if key not in entry
+               and not (key == "EVERY" and "CRON" in entry)]
     if missing:
-        raise ValueError(f"needs {' and '.join(missing)}")
+        raise ValueError(f"needs {' and '.join(missing)}" + (
+            " (or CRON)" if "EVERY" in missing else ""))
     klass = entry["JOB"]
     if not isinstance(klass, str) or not klass:
         raise ValueError(f"JOB must be a job name (klass), got {klass!r}")
@@ -162,9 +184,19 @@ def from_setting(name: str, entry: object) -> tuple[str, Schedule]:
     return klass, schedule
 
 
-def timing(entry: Mapping[str, Any]) -> Every:
-    """EVERY (an `every(...)`, a timedelta or seconds) with the optional AT/TZ/OFFSET/ANCHOR."""
+def timing(entry: Mapping[str, Any]) -> Timing:
+    """EVERY (an `every(...)`, a `cron(...)`, a timedelta or seconds) with the optional
+    AT/TZ/OFFSET/ANCHOR, or CRON (an expression) with the optional TZ/CATCH_UP."""
+    if "CRON" in entry:
+        return cron_timing(entry)
     value = entry["EVERY"]
+    if isinstance(value, Cron):
+        extra = [key for key in (*TIMING_KEYS, "CATCH_UP", "BACKLOG") if key in entry]
+        if extra:
+            raise ValueError(f"give {', '.join(extra)} inside cron(...), not next to it")
+        return value
+    if "CATCH_UP" in entry:
+        raise ValueError("CATCH_UP goes with CRON; an EVERY schedule catches up per BACKLOG")
     extra = [key for key in TIMING_KEYS if key in entry]
     if isinstance(value, Every):
         if extra:
@@ -176,6 +208,21 @@ def timing(entry: Mapping[str, Any]) -> Every:
         seconds=as_every(value).interval, at=entry.get("AT"), tz=entry.get("TZ", "UTC"),
         offset=entry.get("OFFSET", 0), anchor=entry.get("ANCHOR"),
     )
+
+
+def cron_timing(entry: Mapping[str, Any]) -> Cron:
+    """CRON (an expression, or a `cron(...)`) with the optional TZ and CATCH_UP."""
+    value = entry["CRON"]
+    wrong = [key for key in INTERVAL_ONLY_KEYS if key in entry]
+    if wrong:
+        raise ValueError(f"{', '.join(wrong)} go(es) with EVERY; a CRON schedule takes "
+                         "TZ and CATCH_UP")
+    if isinstance(value, Cron):
+        extra = [key for key in CRON_KEYS if key in entry]
+        if extra:
+            raise ValueError(f"give {', '.join(extra)} inside cron(...), not next to it")
+        return value
+    return cron(value, tz=entry.get("TZ", "UTC"), catch_up=entry.get("CATCH_UP", "latest"))
 
 
 def _duplicates(found: list[Declared]) -> list[Problem]:

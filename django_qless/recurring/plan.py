@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ..core import commands
 from ..core.commands import Command
+from ..core.crons import StoredCron
 from ..core.recurring import Template
 from ..schedules import MANAGED_TAG
 from .declarations import Declared
@@ -60,17 +61,25 @@ class Action:
     #: Next run time once applied (for creates and reschedules: the next aligned run).
     next_run: float | None = None
     reason: str = ""
+    #: The cron schedule Redis holds under this name (cron schedules only).
+    stored: StoredCron | None = None
+    #: The next run times once applied (cron schedules: the next five slots).
+    next_runs: tuple[float, ...] = ()
 
     @property
     def name(self) -> str | None:
-        """The schedule name, when declared."""
-        return self.declared.name if self.declared else None
+        """The schedule name, when declared or stored as a cron schedule."""
+        if self.declared is not None:
+            return self.declared.name
+        return self.stored.name if self.stored is not None else None
 
     @property
     def klass(self) -> str:
         """The job klass (declared, else found)."""
         if self.declared is not None:
             return self.declared.klass
+        if self.stored is not None:
+            return self.stored.definition.klass
         return self.found.klass if self.found is not None else ""
 
     @property
@@ -78,7 +87,15 @@ class Action:
         """The queue (declared, else found)."""
         if self.declared is not None:
             return self.declared.queue
+        if self.stored is not None:
+            return self.stored.definition.queue
         return self.found.queue if self.found is not None else ""
+
+    @property
+    def is_cron(self) -> bool:
+        """Whether the action is about a cron schedule (not a qless recurring template)."""
+        return self.stored is not None or (
+            self.declared is not None and self.declared.cron is not None)
 
 
 @dataclass(frozen=True)
@@ -112,11 +129,13 @@ def compute_plan(
     now: float,
     prune: bool = False,
     declared_elsewhere: Mapping[str, str] | None = None,
+    now_cron: frozenset[str] = frozenset(),
 ) -> Plan:
     """Diff the declarations of one database with its templates (no I/O).
 
     `declared_elsewhere` maps the jids declared on other databases to their connection:
-    a managed copy here is removed even without `prune`, or the job would run twice.
+    a managed copy here is removed even without `prune`, or the job would run twice; so
+    is the template of a jid in `now_cron` (declared here as a cron schedule).
     """
     elsewhere = declared_elsewhere or {}
     by_jid = {template.jid: template for template in found}
@@ -130,6 +149,9 @@ def compute_plan(
         elif jid in elsewhere:
             actions.append(Action("remove", jid, found=template,
                                   reason=f"moved to connection {elsewhere[jid]!r}"))
+        elif jid in now_cron:
+            actions.append(Action("remove", jid, found=template,
+                                  reason="now a cron schedule"))
         elif prune:
             actions.append(Action("remove", jid, found=template, reason="no longer declared"))
         else:
@@ -142,7 +164,7 @@ def _declared_action(declared: Declared, template: Template | None, now: float) 
     """create / update / unchanged / conflict for one declared schedule."""
     if template is None:
         return Action("create", declared.jid, declared=declared, reschedule=True,
-                      next_run=declared.every.next_run(now))
+                      next_run=declared.interval.next_run(now))
     if not managed(template):
         return Action(
             "conflict", declared.jid, declared=declared, found=template,
@@ -158,7 +180,7 @@ def _declared_action(declared: Declared, template: Template | None, now: float) 
     return Action(
         "update", declared.jid, declared=declared, found=template, changes=changes,
         reschedule=reschedule,
-        next_run=declared.every.next_run(now) if reschedule else template.next_run,
+        next_run=declared.interval.next_run(now) if reschedule else template.next_run,
     )
 
 
@@ -173,7 +195,7 @@ def diff(declared: Declared, template: Template, now: float) -> tuple[Change, ..
         changes.append(Change("data", template.data, declared.encoded))
     if set(template.tags) != set(declared.tags):
         changes.append(Change("tags", template.tags, declared.tags))
-    every = declared.every
+    every = declared.interval
     if template.interval != every.interval:
         changes.append(Change("interval", template.interval, every.interval))
     elif template.next_run is None or not every.aligned(template.next_run, now):
@@ -193,7 +215,7 @@ def commands_for(action: Action, now: float) -> list[Command]:
         # recur rewrites every field and keeps the count; the first run is the next aligned one.
         return [commands.recur(
             declared.queue, declared.jid, declared.klass, declared.encoded,
-            declared.every.interval, declared.every.next_run(now) - now,
+            declared.interval.interval, declared.interval.next_run(now) - now,
             priority=declared.priority, tags=declared.tags, retries=declared.retries,
             backlog=declared.backlog,
         )]

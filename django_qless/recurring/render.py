@@ -13,6 +13,8 @@ from .sync import DatabaseResult, SyncReport
 
 Style = Callable[[str], str]
 PLAN_HEADER = ("ACTION", "SCHEDULE", "JID", "JOB", "QUEUE", "EVERY", "NEXT RUN", "DETAILS")
+#: Next runs of a cron schedule shown in the plan table (`--json` gives five).
+TABLE_RUNS = 3
 LIST_HEADER = ("JID", "MANAGED", "JOB", "QUEUE", "EVERY", "NEXT RUN", "SPAWNED", "TAGS")
 
 
@@ -58,9 +60,19 @@ def every_text(action: Action) -> str:
     """The EVERY cell."""
     if action.declared is not None:
         return action.declared.every.describe()
+    if action.stored is not None:
+        stored = action.stored.definition
+        return f"cron {stored.expression} {stored.tz}"
     if action.found is not None:
         return f"every {duration(int(action.found.interval))}"
     return "-"
+
+
+def next_run_text(action: Action) -> str:
+    """The NEXT RUN cell: a cron schedule's next three slots, else the next run."""
+    if action.next_runs:
+        return ", ".join(when(t) for t in action.next_runs[:TABLE_RUNS])
+    return when(action.next_run)
 
 
 def plan_rows(report: SyncReport) -> list[tuple[str, Action, list[str]]]:
@@ -69,7 +81,7 @@ def plan_rows(report: SyncReport) -> list[tuple[str, Action, list[str]]]:
     for db, action in report.actions:
         prefix = f"{','.join(db.aliases)}:" if len(report.databases) > 1 else ""
         cells = [action.kind, action.name or "-", action.jid, action.klass,
-                 f"{prefix}{action.queue}", every_text(action), when(action.next_run),
+                 f"{prefix}{action.queue}", every_text(action), next_run_text(action),
                  details(action)]
         rows.append((action.kind, action, cells))
     return rows
@@ -109,7 +121,8 @@ def plan_json(report: SyncReport) -> dict[str, Any]:
 
 def action_json(db: DatabaseResult, action: Action) -> dict[str, Any]:
     """One action as JSON-ready data."""
-    interval = (action.declared.every.interval if action.declared is not None
+    interval = (action.declared.interval.interval
+                if action.declared is not None and action.declared.cron is None
                 else action.found.interval if action.found is not None else None)
     return {
         "action": action.kind,
@@ -122,11 +135,28 @@ def action_json(db: DatabaseResult, action: Action) -> dict[str, Any]:
         "interval": interval,
         "next_run": action.next_run,
         "next_run_utc": None if action.next_run is None else when(action.next_run),
+        "cron": cron_json(action),
+        "next_runs": list(action.next_runs),
+        "next_runs_utc": [when(t) for t in action.next_runs],
         "changes": [{"field": c.name, "old": _plain(c.old), "new": _plain(c.new)}
                     for c in action.changes],
         "reschedule": action.reschedule,
         "reason": action.reason,
     }
+
+
+def cron_json(action: Action) -> dict[str, Any] | None:
+    """A cron schedule's expression, zone and catch-up; None for interval schedules."""
+    if action.declared is not None and action.declared.cron is not None:
+        timing = action.declared.cron
+        return {"expression": timing.expression, "tz": timing.tz,
+                "catch_up": timing.catch_up}
+    if action.stored is not None:
+        stored = action.stored.definition
+        return {"expression": stored.expression, "tz": stored.tz,
+                "catch_up": int(stored.catch_up) if stored.catch_up.isdigit()
+                else stored.catch_up}
+    return None
 
 
 def template_rows(templates: Sequence[tuple[str, Template]], prefix: bool) -> list[list[str]]:

@@ -18,8 +18,10 @@ import redis
 from ..conf import Problem, get_settings
 from ..connection import get_client
 from ..core import Client, QlessError
+from ..core.crons import CronStore
 from ..core.recurring import Template
 from ..core.templates import Templates
+from .cron_sync import apply_crons, plan_crons
 from .declarations import Declared, collect
 from .plan import KINDS, Action, Plan, commands_for, compute_plan
 
@@ -131,13 +133,17 @@ def sync_schedules(
         for aliases, store in groups
     )
     report = SyncReport(dry_run, prune, databases=planned)
-    if dry_run or not report.ok or not report.drift:
+    if dry_run or not report.ok:
         return report
-    applied = tuple(
-        apply_database(store, aliases, *split(declarations.items, aliases), prune)
-        for aliases, store in groups
-    )
-    return SyncReport(dry_run, prune, databases=applied)
+    if report.drift:
+        report = SyncReport(dry_run, prune, databases=tuple(
+            apply_database(store, aliases, *split(declarations.items, aliases), prune)
+            for aliases, store in groups
+        ))
+    for _, store in groups:
+        # Any sync is one more writer of due cron slots (each is put once whoever is first).
+        CronStore(store.client).create_due()
+    return report
 
 
 def group_databases(clients: Mapping[str, Client]) -> list[tuple[tuple[str, ...], Templates]]:
@@ -161,24 +167,38 @@ def split(
     return here, elsewhere
 
 
+def by_kind(here: Sequence[Declared]) -> tuple[list[Declared], list[Declared]]:
+    """(interval schedules, cron schedules)."""
+    return ([d for d in here if d.cron is None], [d for d in here if d.cron is not None])
+
+
 def plan_database(
     store: Templates, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool
 ) -> Plan:
-    """Read the templates of one database and plan it (no writes)."""
+    """Read the templates and cron schedules of one database and plan it (no writes)."""
+    intervals, crons = by_kind(here)
     listed = store.jids()
-    templates = store.read([*(d.jid for d in here), *listed])
-    return compute_plan(here, templates, now=store.client.now(), prune=prune,
-                        declared_elsewhere=elsewhere)
+    templates = store.read([*(d.jid for d in intervals), *listed])
+    now = store.client.now()
+    plan = compute_plan(intervals, templates, now=now, prune=prune,
+                        declared_elsewhere=elsewhere, now_cron=frozenset(d.jid for d in crons))
+    cron = plan_crons(store.client, crons, intervals, elsewhere, prune, now)
+    return Plan(now=now, actions=(*plan.actions, *cron), unmanaged=plan.unmanaged)
 
 
 def apply_database(
     store: Templates, aliases: tuple[str, ...], here: Sequence[Declared],
     elsewhere: Mapping[str, str], prune: bool,
 ) -> DatabaseResult:
-    """Plan again under WATCH and apply in one transaction; retried on concurrent writes."""
+    """Plan again under WATCH and apply in one transaction; retried on concurrent writes.
+
+    Templates first, then cron schedules (keys of django_qless's own, written apart).
+    """
+    intervals, crons = by_kind(here)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            plan = _apply_once(store, here, elsewhere, prune)
+            plan = _apply_once(store, intervals, elsewhere, prune,
+                               frozenset(d.jid for d in crons))
         except redis.WatchError:
             time.sleep(random.uniform(0, 0.02 * attempt))  # noqa: S311 - jitter, not secrets
             continue
@@ -187,6 +207,8 @@ def apply_database(
                 "a declared jid was taken while syncing: "
                 + ", ".join(f"{a.jid} ({a.reason})" for a in plan.conflicts)
             )
+        cron = apply_crons(store.client, crons, intervals, elsewhere, prune)
+        plan = Plan(now=plan.now, actions=(*plan.actions, *cron), unmanaged=plan.unmanaged)
         return DatabaseResult(aliases, plan, applied=bool(plan.writes), attempts=attempt)
     raise RecurringSyncError(
         f"recurring templates on connection(s) {', '.join(aliases)} kept changing during "
@@ -195,7 +217,8 @@ def apply_database(
 
 
 def _apply_once(
-    store: Templates, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool
+    store: Templates, here: Sequence[Declared], elsewhere: Mapping[str, str], prune: bool,
+    now_cron: frozenset[str],
 ) -> Plan:
     """One optimistic attempt: WATCH, read, plan, MULTI/EXEC (raises WatchError if beaten)."""
     declared = [d.jid for d in here]
@@ -205,7 +228,8 @@ def _apply_once(
         watch.add(listed)
         templates = store.read([*declared, *listed])
         now = store.client.now()
-        plan = compute_plan(here, templates, now=now, prune=prune, declared_elsewhere=elsewhere)
+        plan = compute_plan(here, templates, now=now, prune=prune, declared_elsewhere=elsewhere,
+                            now_cron=now_cron)
         if plan.conflicts or not plan.writes:
             return plan
         watch.apply([command for action in plan.writes for command in commands_for(action, now)],

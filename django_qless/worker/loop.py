@@ -23,6 +23,7 @@ from ..registry import autodiscover
 from .aio import JobLoop
 from .client import worker_client
 from .crashes import enable_faulthandler
+from .cron_slots import CronSlots
 from .fetcher import Fetcher
 from .health import ClockWatch, check_startup
 from .interrupt import Interrupter
@@ -72,6 +73,7 @@ class Worker:
             self.client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
             waker=self.waker, fetcher=self.fetcher, presence=self.presence,
+            crons=CronSlots(self.client),
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, reporter)
         #: The event loop of `async def` jobs, one for the worker's life.

@@ -35,6 +35,7 @@ from .liveness import PingCheck
 from .state import RunningJob, StopState
 
 if TYPE_CHECKING:
+    from .cron_slots import CronSlots
     from .fetcher import Fetcher
     from .presence import PresenceReporter
     from .wakeup import Waker
@@ -73,6 +74,7 @@ class Monitor(threading.Thread):
         waker: Waker | None = None,
         fetcher: Fetcher | None = None,
         presence: PresenceReporter | None = None,
+        crons: CronSlots | None = None,
     ) -> None:
         super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
         self.client = client
@@ -83,6 +85,8 @@ class Monitor(threading.Thread):
         self.waker = waker
         self.fetcher = fetcher
         self.presence = presence
+        #: Puts the due slot jobs of cron schedules (`cron_slots`).
+        self.crons = crons
         self.current: RunningJob | None = None
         self.heartbeats = 0
         self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
@@ -257,6 +261,8 @@ class Monitor(threading.Thread):
             self.fetcher.lease_guard.poll()
         if self.presence is not None:
             self.presence.maybe_publish()
+        if self.crons is not None:
+            self.crons.maybe_run()
         running = self.current
         if running is None or running.interrupted is not None:
             return

@@ -22,7 +22,8 @@ from tests.redis_harness import RedisServer
 ROOT = Path(__file__).resolve().parents[2]
 POLL = schedule_jid("recurapp.poll_feed")
 ACTION_KEYS = {"action", "connections", "name", "jid", "job", "queue", "every", "interval",
-               "next_run", "next_run_utc", "changes", "reschedule", "reason"}
+               "next_run", "next_run_utc", "changes", "reschedule", "reason", "cron",
+               "next_runs", "next_runs_utc"}
 
 
 def run(*args: str) -> tuple[str, str]:

@@ -106,8 +106,10 @@ def test_setting_entry_forms(settings: Any) -> None:
 @pytest.mark.parametrize(
     ("spec", "check_id", "where", "text"),
     [
+        ({"JOB": "recurapp.vacuum", "EVERY": 60, "ARGS": ["t"], "CRONTAB": "* * * * *"},
+         "E020", "", "unknown option(s) CRONTAB"),
         ({"JOB": "recurapp.vacuum", "EVERY": 60, "ARGS": ["t"], "CRON": "* * * * *"},
-         "E020", "", "unknown option(s) CRON"),
+         "E020", "", "give EVERY or CRON, not both"),
         ({"JOB": "recurapp.vacuum"}, "E020", "", "needs EVERY"),
         ({"JOB": "recurapp.vacuum", "EVERY": 0, "ARGS": ["t"]}, "E020", "",
          "interval must be at least 1"),
