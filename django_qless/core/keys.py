@@ -2,7 +2,8 @@
 
 The script writes the qless keys; Python only reads a few of them directly where the script
 has no paginated or side-effect-free query (waiting jobs in pop order, tracked jids, the
-workers' last-seen times, recurring next-run scores) and subscribes to the channels. This
+workers' last-seen times, recurring next-run scores, the next waiting job's priority for
+queue latency) and subscribes to the channels. This
 module is the only place outside `lua/` that spells them out. Keys under `OWN_PREFIX` are
 django_qless's own, written by Python.
 """

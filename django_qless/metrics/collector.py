@@ -101,6 +101,10 @@ class Families:
         self.jobs = GaugeMetricFamily(
             "qless_queue_jobs", "Jobs in the queue, by state",
             labels=["connection", "queue", "state"])
+        self.latency = GaugeMetricFamily(
+            "qless_queue_latency_seconds",
+            "How long the job the queue hands out next has waited (0 when none waits)",
+            labels=["connection", "queue"])
         self.paused = GaugeMetricFamily(
             "qless_queue_paused", "1 when the queue is paused", labels=["connection", "queue"])
         self.completed = CounterMetricFamily(
@@ -140,6 +144,7 @@ class Families:
             for state in STATES:
                 self.jobs.add_metric([alias, counts.name, state], getattr(counts, state))
             self.paused.add_metric([alias, counts.name], int(counts.paused))
+            self.latency.add_metric([alias, counts.name], reading.latencies.get(counts.name, 0.0))
         for queue, stats in reading.stats.items():
             labels = [alias, queue]
             self.completed.add_metric(labels, stats.run.count)
@@ -154,7 +159,7 @@ class Families:
 
     def all(self) -> Iterable[Metric]:
         """The families, in a stable order."""
-        return (self.up, self.jobs, self.paused, self.completed, self.failures, self.retries,
+        return (self.up, self.jobs, self.latency, self.paused, self.completed, self.failures, self.retries,
                 self.groups, self.workers, self.alive, self.wait, self.run, self.outbox_rows,
                 self.outbox_age)
 

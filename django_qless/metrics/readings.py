@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core import Client, QlessError, QueueCounts, Stats
+from ..core.latency import latencies
 
 #: Seconds a worker may go unseen (no pop, no heartbeat) and still count as alive, when the
 #: lease cannot be read: qless's default lease.
@@ -20,10 +21,12 @@ class Reading:
     failure_groups: dict[str, int]
     workers_known: int
     workers_alive: int
+    #: Seconds the next job of each queue with waiting jobs has waited.
+    latencies: dict[str, float] = field(default_factory=dict)
 
 
 def read(client: Client) -> Reading:
-    """Read queue counts, today's stats per queue, failure groups and workers."""
+    """Read queue counts and latencies, today's stats per queue, failure groups and workers."""
     now = client.now()
     queues = tuple(client.queues())
     stats = {counts.name: client.existing_queue(counts.name).stats(now) for counts in queues}
@@ -38,4 +41,5 @@ def read(client: Client) -> Reading:
         failure_groups=client.failed(),
         workers_known=len(client.workers.counts()),
         workers_alive=client.workers.seen_since(now - window),
+        latencies=latencies(client, [counts.name for counts in queues]),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -115,6 +115,14 @@ def duration(seconds: Any) -> str:
             count, value = divmod(value, size)
             parts.append(f"{count:.0f} {unit}")
     return " ".join(parts)
+
+
+@register.filter
+def latency_of(latencies: Any, queue: str) -> str:
+    """The wait of a queue's next job from a `{queue: seconds}` map; "" when none waits."""
+    if not isinstance(latencies, Mapping) or queue not in latencies:
+        return ""
+    return duration(latencies[queue])
 
 
 @register.filter

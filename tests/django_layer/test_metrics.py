@@ -175,3 +175,12 @@ def test_the_outbox_backlog_is_reported(settings: Any) -> None:
     assert found[("qless_up", (("connection", "default"),))] == 0
     assert found[("qless_outbox_rows", (("database", "default"),))] == 2
     assert 0 <= found[("qless_outbox_oldest_age_seconds", (("database", "default"),))] < 60
+
+
+def test_queue_latency_is_the_wait_of_the_next_job(qless: Client) -> None:
+    qless.queue("reports").put("K", {})
+    qless.queue("emails").put("K", {}, delay=600)
+    time.sleep(0.3)
+    found = samples(exposition().decode())
+    assert 0.3 <= value(found, "qless_queue_latency_seconds", queue="reports") < 5
+    assert value(found, "qless_queue_latency_seconds", queue="emails") == 0  # none waits

@@ -11,6 +11,7 @@ from django.http import HttpResponse
 
 from ... import models
 from ...core import QueueCounts, Stats
+from ...core.latency import latencies
 from .. import audit, presenters
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
@@ -22,7 +23,8 @@ TABS = ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recur
 
 def queue_list(ctx: PageContext) -> HttpResponse:
     """Every queue with its counts."""
-    context = {"queues": ctx.client.queues()}
+    queues = ctx.client.queues()
+    context = {"queues": queues, "latencies": latencies(ctx.client, [q.name for q in queues])}
     return ctx.render("queues.html", context, title="Queues", section="queues")
 
 
