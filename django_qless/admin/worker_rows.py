@@ -37,6 +37,13 @@ class WorkerRow:
     running: tuple[tuple[RunningJob, float], ...] = ()
 
     @property
+    def cpu_percent(self) -> float | None:
+        """The share of one core the process used on average since it started (ours only)."""
+        if self.presence is None or not self.up_for:
+            return None
+        return 100.0 * self.presence.cpu_seconds / self.up_for
+
+    @property
     def silent(self) -> bool:
         """Stopped reporting: the only workers the page offers to forget."""
         return not self.live
@@ -69,6 +76,11 @@ def worker_rows(client: Client, now: float) -> list[WorkerRow]:
                 (job, max(0.0, now - job.started)) for job in presence.running),
         ))
     return sorted(rows, key=lambda row: (not row.live, -(row.last_seen or 0), row.name))
+
+
+def worker_row(client: Client, name: str, now: float) -> WorkerRow | None:
+    """One worker's row, or None when neither qless nor a presence knows it."""
+    return next((row for row in worker_rows(client, now) if row.name == name), None)
 
 
 def current_lease(client: Client) -> float:

@@ -32,6 +32,15 @@ class RunningJob:
 
 
 @dataclass(frozen=True)
+class KlassCount:
+    """How many jobs of one klass a worker completed and failed."""
+
+    klass: str
+    done: int
+    failed: int
+
+
+@dataclass(frozen=True)
 class Presence:
     """One worker process, as it last described itself."""
 
@@ -47,6 +56,14 @@ class Presence:
     rss_bytes: int = 0
     processes: int = 1
     running: tuple[RunningJob, ...] = field(default=())
+    #: The host's one-minute load average.
+    load: float = 0.0
+    #: CPU seconds the process used (user + system, every thread).
+    cpu_seconds: float = 0.0
+    #: The worker's settings that shape how it runs jobs, as (name, value) text pairs.
+    settings: tuple[tuple[str, str], ...] = field(default=())
+    #: Jobs finished per klass: (klass, completed, failed), busiest first.
+    klasses: tuple[KlassCount, ...] = field(default=())
 
     def fields(self) -> dict[str, str]:
         """The hash fields, as text."""
@@ -56,6 +73,9 @@ class Presence:
             "seen": repr(self.seen), "done": str(self.done), "failed": str(self.failed),
             "rss_bytes": str(self.rss_bytes), "processes": str(self.processes),
             "running": json.dumps([[job.jid, job.klass, job.started] for job in self.running]),
+            "load": repr(self.load), "cpu_seconds": repr(self.cpu_seconds),
+            "settings": json.dumps(dict(self.settings)),
+            "klasses": json.dumps([[k.klass, k.done, k.failed] for k in self.klasses]),
         }
 
     @classmethod
@@ -70,8 +90,15 @@ class Presence:
                 rss_bytes=int(raw["rss_bytes"]), processes=int(raw.get("processes", "1")),
                 running=tuple(RunningJob(str(j), str(k), float(s))
                               for j, k, s in json.loads(raw["running"])),
+                # Absent from what older versions publish.
+                load=float(raw.get("load", "0")),
+                cpu_seconds=float(raw.get("cpu_seconds", "0")),
+                settings=tuple((str(name), str(value)) for name, value
+                               in json.loads(raw.get("settings", "{}")).items()),
+                klasses=tuple(KlassCount(str(k), int(d), int(f))
+                              for k, d, f in json.loads(raw.get("klasses", "[]"))),
             )
-        except (KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, AttributeError):
             return None
 
 

@@ -66,6 +66,8 @@ class Fetcher:
         self.outcomes: Counter[str] = Counter()
         #: The same by queue, until the presence publication adds them to Redis.
         self.tally = Tally()
+        #: The same by (klass, outcome), for the workers page.
+        self.klass_outcomes: Counter[tuple[str, str]] = Counter()
 
     def next_job(self) -> Job | None:
         """A held job (in pop order) if there is one, else the next from the queues.
@@ -203,8 +205,9 @@ class Fetcher:
         return commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
 
     def _count(self, job: Job, outcome: Outcome) -> None:
-        """Count one outcome, in all and by queue (for the live overview)."""
+        """Count one outcome, in all, by klass and by queue (for the live overview)."""
         self.outcomes[outcome.value] += 1
+        self.klass_outcomes[job.klass, outcome.value] += 1
         self.tally.count(job.queue_name, outcome.value)
 
     # Popping.

@@ -34,6 +34,7 @@ from .order import QueueOrder
 from .presence import PresenceReporter
 from .report import Outcome, Reporter
 from .runner import JobRunner
+from .self_report import shown_settings
 from .shutdown import SignalHandlers
 from .state import StopState
 from .wakeup import SLICE, Waker
@@ -67,7 +68,7 @@ class Worker:
         self.presence = PresenceReporter(
             self.client, options.queues, lambda: self.monitor.current,
             lambda: (self.outcomes[Outcome.COMPLETED.value], self.outcomes[Outcome.FAILED.value]),
-            self.fetcher.tally,
+            self.fetcher.tally, shown_settings(options), self.fetcher.klass_outcomes,
         )
         self.monitor = Monitor(
             self.client, self.interrupter, self.stop,

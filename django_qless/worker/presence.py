@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import redis
 
@@ -22,6 +22,7 @@ from ..core import Client, QlessError
 from ..core.live import add_throughput, claim_depth, fill_depth
 from ..core.presence import Presence, RunningJob, add_publication, add_withdrawal
 from .rss import rss_mb
+from .self_report import busiest_klasses, cpu_seconds, load_average
 from .state import RunningJob as Running
 from .throughput import Tally
 
@@ -41,8 +42,14 @@ class PresenceReporter:
 
     def __init__(self, client: Client, queues: tuple[str, ...],
                  current: Callable[[], Running | None],
-                 counts: Callable[[], tuple[int, int]], tally: Tally | None = None) -> None:
+                 counts: Callable[[], tuple[int, int]], tally: Tally | None = None,
+                 settings: tuple[tuple[str, str], ...] = (),
+                 klass_outcomes: Mapping[tuple[str, str], int] | None = None) -> None:
         self.client = client
+        self.settings = settings
+        #: Live counts of (klass, outcome), kept by the job thread.
+        self.klass_outcomes: Mapping[tuple[str, str], int] = (
+            klass_outcomes if klass_outcomes is not None else {})
         self.tally = tally if tally is not None else Tally()
         self.queues = queues
         self.current = current
@@ -100,6 +107,9 @@ class PresenceReporter:
             name=self.client.worker_name, host=self.host, pid=os.getpid(),
             version=__version__, queues=self.queues, started=self.started, seen=time.time(),
             done=done, failed=failed, rss_bytes=int(rss_mb() * 1_048_576), running=jobs,
+            load=load_average(), cpu_seconds=cpu_seconds(), settings=self.settings,
+            # dict() copies a Counter in one C call: the job thread may add a klass meanwhile.
+            klasses=busiest_klasses(dict(self.klass_outcomes)),
         )
 
     def withdraw(self) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from django.test import Client as HttpClient
 
 from django_qless.core import Client
-from django_qless.core.presence import Presence, RunningJob, listed, publish
+from django_qless.core.presence import KlassCount, Presence, RunningJob, listed, publish
 from tests.admin.conftest import World, messages_of, post, url
 
 
@@ -73,3 +74,35 @@ def test_viewer_sees_no_forget_button(qless: Client, viewer: HttpClient) -> None
     qless.redis.zadd("ql:workers", {"old": now - 7200})
     page = viewer.get(url("workers")).content.decode()
     assert "old" in page and "Forget</button>" not in page
+
+
+def test_worker_page_shows_its_process_settings_and_jobs_by_klass(
+    qless: Client, operator: HttpClient,
+) -> None:
+    now = qless.now()
+    publish(qless, replace(
+        presence("ours-2", now), cpu_seconds=360.0, load=1.25,
+        settings=(("strategy", "ordered"), ("time_limit", "30.0")),
+        klasses=(KlassCount("app.jobs.render_invoice", 1200, 4),
+                 KlassCount("app.jobs.send_mail", 34, 1)),
+    ), ttl=30)
+    page = operator.get(url("worker", name="ours-2")).content.decode()
+    for text in ("web-7 / 31337", "django_qless v9.9.9", "1234 completed, 5 failed",
+                 "150.0\xa0MB", "10.0% of one core", "1.25", "<code>time_limit</code></th><td>30.0",
+                 "app.jobs.render_invoice</th><td class=\"num\">1200</td>",
+                 "app.jobs.send_mail</th><td class=\"num\">34</td>"):
+        assert text in page, text
+    listing = operator.get(url("workers")).content.decode()
+    assert "10.0%" in listing and "1.25" in listing
+
+
+def test_worker_page_of_another_client_or_a_silent_worker_says_so(
+    world: World, qless: Client, operator: HttpClient,
+) -> None:
+    now = qless.now()
+    publish(qless, presence("ours-gone", now - 120, seen=now - 120), ttl=0.05)
+    time.sleep(0.1)
+    page = operator.get(url("worker", name="ours-gone")).content.decode()
+    assert "stopped reporting" in page and "Jobs by function" not in page
+    page = operator.get(url("worker", name=world.worker)).content.decode()
+    assert "Not a <code>qless_worker</code> process" in page

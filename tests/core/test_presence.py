@@ -7,7 +7,15 @@ import time
 import redis
 
 from django_qless.core import Client, keys
-from django_qless.core.presence import Presence, RunningJob, forget, listed, publish, withdraw
+from django_qless.core.presence import (
+    KlassCount,
+    Presence,
+    RunningJob,
+    forget,
+    listed,
+    publish,
+    withdraw,
+)
 
 
 def presence(name: str, seen: float = 1_700_000_000.0) -> Presence:
@@ -16,6 +24,8 @@ def presence(name: str, seen: float = 1_700_000_000.0) -> Presence:
         name=name, host="web-1", pid=4242, version="1.2.3", queues=("a", "b"),
         started=seen - 60, seen=seen, done=10, failed=2, rss_bytes=50_000_000,
         running=(RunningJob("j1", "app.jobs.send", seen - 3.5),),
+        load=0.75, cpu_seconds=12.5, settings=(("strategy", "ordered"), ("prefetch", "1")),
+        klasses=(KlassCount("app.jobs.send", 8, 2), KlassCount("app.jobs.sync", 2, 0)),
     )
 
 
@@ -53,3 +63,14 @@ def test_a_malformed_hash_reads_as_silent(client: Client, redis_client: redis.Re
     redis_client.hset(keys.worker_presence("w"), "pid", "not a number")
     (entry,) = listed(client)
     assert entry.presence is None
+
+
+def test_a_presence_from_an_older_version_reads_with_empty_details(client: Client) -> None:
+    fields = presence("old").fields()
+    for newer in ("load", "cpu_seconds", "settings", "klasses"):
+        del fields[newer]
+    client.redis.hset(keys.worker_presence("old"), mapping=fields)  # type: ignore[arg-type]
+    client.redis.zadd(keys.WORKER_PRESENCE_INDEX, {"old": 1_700_000_000.0})
+    (entry,) = listed(client)
+    assert entry.presence is not None and entry.presence.done == 10
+    assert (entry.presence.load, entry.presence.settings, entry.presence.klasses) == (0.0, (), ())

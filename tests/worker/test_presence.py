@@ -42,6 +42,9 @@ def test_a_worker_publishes_its_job_and_withdraws_on_exit(
     assert [(job.jid, job.klass) for job in presence.running] == [(busy, "worker.sleep")]
     assert presence.queues == ("q",) and presence.failed == 1 and presence.done == 0
     assert presence.rss_bytes > 10_000_000 and presence.pid > 0
+    assert [(k.klass, k.done, k.failed) for k in presence.klasses] == [("worker.fail", 0, 1)]
+    assert dict(presence.settings)["strategy"] and "isolation" in dict(presence.settings)
+    assert presence.cpu_seconds > 0 and presence.load >= 0
     thread.join(timeout=20)
     assert not thread.is_alive()
     assert listed(qless) == []  # withdrawn at shutdown, not left to expire

@@ -14,7 +14,7 @@ from ..feedback import invalid
 from ..forms import WorkerForm
 from ..page_context import PageContext
 from ..pagination import paginate_sequence
-from ..worker_rows import worker_rows
+from ..worker_rows import worker_row, worker_rows
 from .jobs import list_context
 
 
@@ -29,13 +29,14 @@ def worker_list(ctx: PageContext) -> HttpResponse:
 
 
 def worker_page(ctx: PageContext, name: str) -> HttpResponse:
-    """The jobs a worker holds: live leases first, then expired ones."""
+    """One worker: what its process reports (ours) and the jobs it holds, live leases first."""
     held = ctx.client.workers.jobs(name)
     jids = [*held.jobs, *held.stalled]
     stalled = set(held.stalled)
     context: dict[str, Any] = {
         **list_context(ctx, paginate_sequence(ctx.request, jids)),
         "worker": name,
+        "row": worker_row(ctx.client, name, ctx.client.now()),
         "stalled_count": len(stalled),
         "running_count": len(jids) - len(stalled),
     }
@@ -51,7 +52,7 @@ def forget(ctx: PageContext) -> HttpResponse:
     if not form.is_valid():
         return invalid(ctx, form, ctx.url("workers"))
     name = form.cleaned_data["name"]
-    row = next((r for r in worker_rows(ctx.client, ctx.client.now()) if r.name == name), None)
+    row = worker_row(ctx.client, name, ctx.client.now())
     if row is not None and row.live:
         messages.error(ctx.request, f"Worker {name} is still reporting: only a worker that "
                        "stopped reporting can be forgotten.")
