@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from django_qless.core import Client
-from django_qless.core.presence import Presence, RunningJob, publish
+from django_qless.core.presence import KlassCount, Presence, RunningJob, publish
 from tests.admin.conftest import ALL_PERMS, plant, url
 from tests.admin.test_job_attempts_page import TASK_DATA, fail_attempt, popped
 from tests.admin.test_xss import PAYLOADS, pages_for, plant_payload
@@ -149,6 +149,11 @@ def test_screenshots_of_the_main_pages(
         queues=("busy", "jobs"), started=now - 5400, seen=now, done=18_234, failed=12,
         rss_bytes=92 * 1024 * 1024,
         running=(RunningJob(world.running, "app.jobs.render_invoice", now - 12),),
+        load=0.42, cpu_seconds=1_130.0,
+        settings=(("strategy", "ordered"), ("prefetch", "1"), ("isolation", "none"),
+                  ("time_limit", "300.0"), ("max_memory_mb", "512")),
+        klasses=(KlassCount("app.jobs.render_invoice", 17_940, 9),
+                 KlassCount("app.jobs.send_receipt", 294, 3)),
     ), ttl=60)
     render = qless.queue("pipeline").put("app.jobs.render_issue", {"args": [7], "kwargs": {}})
     send = qless.queue("pipeline").put("app.jobs.send_issue", {"args": [7], "kwargs": {}},
@@ -165,6 +170,7 @@ def test_screenshots_of_the_main_pages(
         "recurring": url("recurring", jid=world.recurring),
         "config": url("config"),
         "workers": url("workers"),
+        "worker": url("worker", name="web-1-4242-3f2a9c1e"),
         "queue-scheduled": url("queue", name="jobs") + "?tab=scheduled",
         "job-depends": url("job", jid=send),
     }
