@@ -301,6 +301,7 @@ class CronStore:
 
     def create_slots(self, name: str, lead: float = LEAD) -> list[PutOutcome]:
         """Put one schedule's due slot jobs and move its last slot forward."""
+        done: list[PutOutcome] = []
         for _ in range(ATTEMPTS):
             with self.redis.pipeline() as pipe:
                 key = keys.cron_schedule(name)
@@ -311,7 +312,7 @@ class CronStore:
                     # Pruned (or half written by hand): nothing to put, forget the index entry.
                     pipe.unwatch()
                     self.redis.zrem(keys.CRON_INDEX, name)
-                    return []
+                    return done
                 now = self.client.now()
                 plan = due(stored.definition, stored.last, now, lead)
                 outcomes = self.put_slots(stored.definition, plan.slots, now)
@@ -323,10 +324,12 @@ class CronStore:
                     else:
                         pipe.zadd(keys.CRON_INDEX, {name: plan.next_run})
                     pipe.execute()
-                    return outcomes
+                    return done + outcomes
                 except redis.WatchError:
-                    self._undo_if_stale(stored.definition, outcomes)
-        return []
+                    # Beaten by another writer: what it put stays; read again.
+                    undone = self._undo_if_stale(stored.definition, outcomes)
+                    done += [o for o in outcomes if o.created and o.jid not in undone]
+        return done
 
     def put_slots(self, definition: CronDefinition, slots: Sequence[float], now: float
                   ) -> list[PutOutcome]:
@@ -350,17 +353,17 @@ class CronStore:
         jid = run_now_jid(definition.name, token)
         return self.client.put_if_absent(definition.put_command(self.client.worker_name, jid, 0))
 
-    def _undo_if_stale(self, used: CronDefinition, outcomes: Sequence[PutOutcome]) -> None:
+    def _undo_if_stale(self, used: CronDefinition, outcomes: Sequence[PutOutcome]
+                       ) -> set[str]:
         """After a lost race: cancel the jobs just put if the schedule changed or went."""
         created = [o.jid for o in outcomes if o.created]
         if not created:
-            return
+            return set()
         current = self.read([used.name])
         if current and current[0].definition.digest == used.digest:
-            return
+            return set()
         pending = [job.jid for job in self.client.get_jobs(created) if job.state in NOT_STARTED]
-        if pending:
-            self.client.cancel(*pending)
+        return set(self.client.cancel(*pending)) if pending else set()
 
 
 def _text(value: Any) -> str:

@@ -177,3 +177,28 @@ def test_a_stale_index_entry_is_dropped(client: Client, clock: Clock) -> None:
     client.redis.zadd("ql:django_qless:crons", {"gone": 0})
     assert CronStore(client).create_due() == []
     assert client.redis.zscore("ql:django_qless:crons", "gone") is None
+
+
+def test_a_writer_beaten_by_a_change_takes_back_what_it_put(client: Client,
+                                                            clock: Clock) -> None:
+    old = define(client, "*/5 * * * *")
+    clock.now = MIDNIGHT + 280
+
+    class Racing(CronStore):
+        """Its first put is followed by a sync changing the schedule (before its EXEC)."""
+
+        raced = False
+
+        def put_slots(self, definition, slots, now):  # type: ignore[no-untyped-def]
+            outcomes = super().put_slots(definition, slots, now)
+            if not self.raced:
+                self.raced = True
+                define(client, "*/5 * * * *", args=("new",))
+            return outcomes
+
+    outcomes = Racing(client).create_due()
+    [put] = slot_jobs(client)
+    assert not put.jid.endswith(old.digest[:8])
+    assert [o.jid for o in outcomes if o.created] == [put.jid]
+    job = client.get_job(put.jid)
+    assert job is not None and job.data == {"args": ["new"], "kwargs": {}}
