@@ -15,7 +15,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from ..conf import get_settings
 from ..connection import get_client
 from ..core import Client
-from . import masking, permissions
+from . import live_requests, masking, permissions
 from .masking import Redaction
 
 if TYPE_CHECKING:
@@ -93,11 +93,14 @@ class PageContext:
             "qless_aliases": self.switch_links(),
             "qless_crumbs": self.crumbs(crumbs or [(title, None)]),
             "can_view_data": self.can(permissions.VIEW_DATA),
+            "qless_media": live_requests.MEDIA,
             **context,
         }
-        return TemplateResponse(
+        response = TemplateResponse(
             self.request, f"admin/django_qless/{template}", full, status=status
         )
+        live_requests.prepare(self.request, response)
+        return response
 
     def nav(self, section: str) -> list[tuple[str, str, bool]]:
         """The navigation bar: (label, url, current)."""

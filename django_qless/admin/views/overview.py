@@ -1,9 +1,13 @@
-"""The overview: queues, failure groups, workers and tracked jobs at a glance."""
+"""The overview: the last hour's throughput and depths, queues, failure groups, workers and
+tracked jobs at a glance."""
 
 from __future__ import annotations
 
 from django.http import HttpResponse
 
+from ...core.latency import latencies
+from ...core.live import read_history
+from .. import live_overview
 from ..page_context import PageContext
 from ..presenters import tracked_counts
 
@@ -12,12 +16,20 @@ SHOWN = 20
 
 
 def overview(ctx: PageContext) -> HttpResponse:
-    """The overview page of one connection."""
+    """The overview page of one connection (`?queue=` narrows the charts to one queue)."""
     client = ctx.client
+    queues = client.queues()
+    # The counts just read become this minute's depth sample unless a worker took one.
+    history = read_history(client, client.now(), offer=queues)
+    chosen = ctx.request.GET.get("queue")
+    known = {queue.name for queue in queues} | set(history.queues())
+    live = live_overview.build(history, queues, chosen if chosen in known else None)
     groups = sorted(client.failed().items(), key=lambda item: (-item[1], item[0]))
     workers = client.workers.counts()
     context = {
-        "queues": client.queues(),
+        "live": live,
+        "queues": queues,
+        "latencies": latencies(client, [queue.name for queue in queues]),
         "groups": groups[:SHOWN],
         "groups_total": len(groups),
         "failed_total": sum(count for _, count in groups),

@@ -1,0 +1,132 @@
+"""The overview's last hour (throughput, failure rate, depth, by queue) and the live refreshes
+of the pages: same view, same permission checks, never cached, messages left alone."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client as HttpClient
+
+from django_qless.core import Client, keys
+from django_qless.core.live import add_throughput, minute_of
+from tests.admin.conftest import ALL_PERMS, World, logged_in, url
+
+LIVE = {"X-Qless-Live": "1"}
+#: Each live page, by route and URL arguments (the worker's name is the world's).
+LIVE_PAGES = [("overview", {}), ("queue", {"name": "jobs"}), ("workers", {}),
+              ("failures", {}), ("worker", {"name": "worker"}), ("job", {"jid": "running"})]
+
+
+def finished(qless: Client, counts: dict[tuple[str, str], int], minutes_ago: int = 0) -> None:
+    """Add throughput as workers do, `minutes_ago` minutes back."""
+    pipe = qless.redis.pipeline()
+    add_throughput(pipe, Counter(counts), qless.now() - 60 * minutes_ago)
+    pipe.execute()
+
+
+def live_url(route: str, world: World, **kwargs: str) -> str:
+    """A live page's URL, arguments naming the world's own things."""
+    names = {"worker": world.worker, "running": world.running}
+    return url(route, **{key: names.get(value, value) for key, value in kwargs.items()})
+
+
+def test_without_data_the_charts_say_so(viewer: HttpClient) -> None:
+    page = viewer.get(url("overview")).content.decode()
+    assert "No job finished in the last hour by a qless_worker process." in page
+    assert "No depth sample yet" in page  # no queue at all
+    assert 'role="img"' not in page
+
+
+def test_throughput_and_failure_rate_are_drawn_with_totals(
+    qless: Client, viewer: HttpClient
+) -> None:
+    finished(qless, {("mail", "completed"): 8, ("mail", "failed"): 2}, minutes_ago=1)
+    finished(qless, {("mail", "completed"): 3, ("mail", "retried"): 1,
+                     ("video", "completed"): 5}, minutes_ago=0)
+    page = viewer.get(url("overview")).content.decode()
+    assert 'aria-label="Jobs finished per minute over the last hour, all queues"' in page
+    assert 'aria-label="Failure rate per minute over the last hour, all queues"' in page
+    assert re.search(r"<title>\d\d:\d\d \(so far\): 8 completed</title>", page)
+    assert re.search(r"<title>\d\d:\d\d: 2 failed</title>", page)
+    assert "Last hour: 16 completed, 2 failed, 1 retried" in page
+    assert 'data-qless-stat="this-minute">9<' in page
+    assert "15.8%" in page  # 3 of 19 failed or retried
+    # By queue: the busiest first, each with a sparkline and its own failure rate.
+    rows = re.findall(r'<tr[^>]*>\s*<th scope="row"><a [^>]*>(\w+)</a>', page.split(
+        "Throughput by queue")[1].split("</table>")[0])
+    assert rows == ["mail", "video"]
+    assert 'aria-label="14 jobs finished in the hour, at most 10 in one minute"' in page
+    assert "21.4%" in page  # mail: 3 of 14
+
+
+def test_a_queue_can_be_chosen_and_an_unknown_one_is_ignored(
+    qless: Client, viewer: HttpClient
+) -> None:
+    finished(qless, {("mail", "completed"): 4, ("video", "failed"): 6})
+    page = viewer.get(url("overview"), {"queue": "mail"}).content.decode()
+    assert "Last hour: queue mail" in page and "Last hour: 4 completed, 0 failed" in page
+    assert "over the last hour, queue mail" in page
+    other = viewer.get(url("overview"), {"queue": "nope"}).content.decode()
+    assert "Last hour: all queues" in other
+
+
+def test_the_page_takes_the_depth_sample_a_worker_did_not(
+    qless: Client, viewer: HttpClient, world: World
+) -> None:
+    page = viewer.get(url("overview")).content.decode()
+    sample = qless.redis.get(keys.depth(minute_of(qless.now())))
+    assert sample is not None and b'"jobs":[' in sample
+    assert 'aria-label="Jobs in each state, sampled once a minute over the last hour' in page
+    assert re.search(r"Sampled once a minute; at \d\d:\d\d: \d+ waiting, 1 scheduled, "
+                     r"1 running, 0 stalled, 1 depends\.", page)
+
+
+def test_a_live_refresh_is_the_page_and_never_cached(world: World, viewer: HttpClient) -> None:
+    for route, kwargs in LIVE_PAGES:
+        response = viewer.get(live_url(route, world, **kwargs), headers=LIVE)
+        assert response.status_code == 200, route
+        assert '<div id="qless-live" data-qless-live>' in response.content.decode(), route
+        assert "no-store" in response["Cache-Control"], route
+        assert "X-Qless-Live" in response["Vary"], route
+
+
+def test_a_completed_job_page_does_not_refresh(world: World, viewer: HttpClient) -> None:
+    page = viewer.get(url("job", jid=world.complete)).content.decode()
+    assert '<div id="qless-live">' in page and "data-qless-live" not in page
+
+
+def test_every_page_loads_the_script_and_its_styles(world: World, viewer: HttpClient) -> None:
+    page = viewer.get(url("queues")).content.decode()
+    assert "django_qless/live.js" in page and "django_qless/live.css" in page
+
+
+def test_a_live_refresh_leaves_pending_messages_for_the_next_page(
+    world: World, operator: HttpClient
+) -> None:
+    operator.post(url("queue_pause"), {"queue": "jobs"})
+    live = operator.get(url("overview"), headers=LIVE)
+    assert [str(message) for message in live.context["messages"]]  # rendered, but kept
+    page = operator.get(url("overview"))
+    assert any("aused" in str(message) for message in page.context["messages"])
+
+
+@pytest.mark.parametrize(("user", "status"), [
+    ("anonymous", 302), ("non-staff", 302), ("staff without permissions", 403),
+])
+def test_live_refreshes_are_refused_as_the_pages_are(
+    user: str, status: int, world: World, make_user: Callable[..., User]
+) -> None:
+    options: dict[str, dict[str, Any]] = {
+        "non-staff": {"staff": False, "perms": ALL_PERMS}, "staff without permissions": {},
+    }
+    account = make_user("u", **options[user]) if user in options else None
+    client = logged_in(account)
+    for route, kwargs in LIVE_PAGES:
+        response = client.get(live_url(route, world, **kwargs), headers=LIVE)
+        assert response.status_code == status, route
+        assert b"qless-live" not in response.content, route
