@@ -11,12 +11,12 @@ from .definitions import JobDefinition, Unique, seconds
 from .exceptions import InvalidJobError
 from .registry import registry
 from .retry import RetryPolicy
-from .schedules import Every, Schedule
+from .schedules import Cron, Every, Schedule
 
 P = ParamSpec("P")
 R = TypeVar("R")
 #: What `recur=` accepts: a schedule, its timing alone, or several named schedules.
-Recur = Schedule | Every | timedelta | float | Sequence[Schedule] | None
+Recur = Schedule | Every | Cron | timedelta | float | Sequence[Schedule] | None
 
 
 class Decorator(Protocol):
