@@ -64,8 +64,8 @@ def fill(lua: LuaScript, jobs: int) -> float:
     for start in range(0, jobs, BLOCK):
         pipe = lua.client.pipeline(transaction=False)
         for i in range(start, min(start + BLOCK, jobs)):
-            args = ["put", now, "bench", QUEUE, f"job-{i:07d}", KLASS, f'{{"n": {i}}}', 0,
-                    "priority", i % 5]
+            args: list[str | float] = ["put", now, "bench", QUEUE, f"job-{i:07d}", KLASS,
+                                       f'{{"n": {i}}}', 0, "priority", i % 5]
             if i % 10 == 0:
                 args += ["tags", TAGS]
             lua.script(keys=[], args=args, client=pipe)

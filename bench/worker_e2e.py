@@ -22,7 +22,12 @@ for path in (BENCH, ROOT):  # e2e/ lives beside this file; tests/ (the Redis har
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from e2e.report import ratios, verdict  # noqa: E402
+from e2e.report import (  # noqa: E402
+    Summary,
+    best_ratios,
+    ratios,
+    verdict,
+)
 from e2e.session import Plan, options, run  # noqa: E402
 from e2e.systems import (  # noqa: E402
     COMPETITOR_PACKAGES,
@@ -40,7 +45,10 @@ def main() -> int:
     if any(name != "qless" for name in args.systems):
         ensure_venv()
         sides.append(("competitors", venv_bin("python"), COMPETITOR_PACKAGES))
-    return run(Plan(SYSTEMS, tuple(sides), ratios=ratios, verdict=verdict), args)
+    def compared(rows: list[Summary]) -> str:
+        return "\n".join(part for part in (ratios(rows), best_ratios(rows)) if part)
+
+    return run(Plan(SYSTEMS, tuple(sides), ratios=compared, verdict=verdict), args)
 
 
 if __name__ == "__main__":

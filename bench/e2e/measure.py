@@ -18,7 +18,7 @@ from pathlib import Path
 
 import redis
 
-from .cpu import CpuMark, Reaped, descendants, kill_if_same
+from .cpu import CpuMark, Reaped, descendants, kill_if_same, redis_cpu
 from .systems import APPS, ROOT, System
 
 COUNT, FIRST, LAST, LATENCY = "bench:count", "bench:first", "bench:last", "bench:latency"
@@ -48,6 +48,11 @@ class Result:
     #: CPU milliseconds per job during the drain (first job to last): worker group, Redis.
     worker_cpu_ms: float | None = None
     redis_cpu_ms: float | None = None
+    #: Per put of the pre-fill: the producer's CPU and Redis's CPU, in microseconds.
+    put_client_us: float | None = None
+    put_redis_us: float | None = None
+    #: Redis memory a queued job takes (used_memory growth over the pre-fill / jobs).
+    bytes_per_job: float | None = None
     latencies: list[float] = field(default_factory=list)
     duplicates: int = 0
     errors: list[str] = field(default_factory=list)
@@ -87,7 +92,12 @@ class Bench:
     def drain(self, result: Result) -> None:
         """Pre-fill the queue, then time a worker (burst where it has one) until all ran."""
         self.clear()
-        result.put_rate = self.put(self.jobs)
+        memory, server = self.used_memory(), redis_cpu(self.redis)
+        report = self.run_driver("put", str(self.jobs))
+        result.put_rate = self.jobs / max(float(report["seconds"]), 1e-9)
+        result.put_client_us = float(report.get("cpu", 0.0)) / self.jobs * 1e6
+        result.put_redis_us = (redis_cpu(self.redis) - server) / self.jobs * 1e6
+        result.bytes_per_job = (self.used_memory() - memory) / self.jobs
         if self.count() != 0:
             raise BenchError("jobs ran before any worker started")
         spawned = time.time()
@@ -157,6 +167,10 @@ class Bench:
             return subprocess.Popen(self.system.worker(self.url, burst), cwd=ROOT, env=self.env,
                                     stdout=log, stderr=subprocess.STDOUT, text=True,
                                     start_new_session=True)
+
+    def used_memory(self) -> int:
+        """Bytes redis-server holds for data now."""
+        return int(self.redis.info("memory")["used_memory"])
 
     def count(self) -> int:
         """Jobs executed so far."""

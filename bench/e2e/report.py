@@ -31,9 +31,15 @@ class Summary:
     samples: int
     duplicates: int
     errors: list[str] = field(default_factory=list)
+    #: Per put of the pre-fill: producer CPU and Redis CPU (µs); Redis bytes per queued job.
+    put_client_us: float | None = None
+    put_redis_us: float | None = None
+    bytes_per_job: float | None = None
+    #: The system this configuration runs (huey in threads or processes: "huey").
+    peer: str = ""
 
 
-def summarise(system: str, label: str, results: list[Result]) -> Summary:
+def summarise(system: str, label: str, results: list[Result], peer: str = "") -> Summary:
     """Fold the rounds of one system into one row."""
     latencies = [value for result in results for value in result.latencies]
     return Summary(
@@ -45,11 +51,15 @@ def summarise(system: str, label: str, results: list[Result]) -> Summary:
         live_rate=median([r.live_rate for r in results]),
         worker_cpu_ms=median([r.worker_cpu_ms for r in results]),
         redis_cpu_ms=median([r.redis_cpu_ms for r in results]),
+        put_client_us=median([r.put_client_us for r in results]),
+        put_redis_us=median([r.put_redis_us for r in results]),
+        bytes_per_job=median([r.bytes_per_job for r in results]),
         p50_ms=percentile(latencies, 0.50) * 1000 if latencies else None,
         p99_ms=percentile(latencies, 0.99) * 1000 if latencies else None,
         samples=len(latencies),
         duplicates=sum(r.duplicates for r in results),
         errors=[error for r in results for error in r.errors],
+        peer=peer or system,
     )
 
 
@@ -70,6 +80,9 @@ WORKER_COLUMNS: tuple[Column, ...] = (
     ("p99 ms", lambda row: number(row.p99_ms, 2)),
     ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms)),
     ("redis", lambda row: micros(row.redis_cpu_ms)),
+    ("CPU µs/put client", lambda row: number(row.put_client_us)),
+    ("redis", lambda row: number(row.put_redis_us)),
+    ("bytes/queued job", lambda row: number(row.bytes_per_job)),
 )
 
 
@@ -117,6 +130,31 @@ def ratios(rows: list[Summary], ours_name: str = "qless",
         compared = (f"{name} {_x(_ratio(getattr(ours, attr), getattr(row, attr)))}"
                     for name, attr in figures)
         lines.append(f"  vs {row.label}: {', '.join(compared)}")
+    return "\n".join(lines)
+
+
+def best_ratios(rows: list[Summary], ours_name: str = "qless",
+                figures: tuple[tuple[str, str], ...] = WORKER_FIGURES) -> str:
+    """django_qless divided by each peer's best configuration, figure by figure."""
+    ours = next((row for row in rows if row.system == ours_name), None)
+    peers: dict[str, list[Summary]] = {}
+    for row in rows:
+        if row is not ours:
+            peers.setdefault(row.peer or row.system, []).append(row)
+    if ours is None or not any(len(configs) > 1 for configs in peers.values()):
+        return ""
+    lines = ["django_qless / each peer's best configuration (per figure):"]
+    for peer, configs in peers.items():
+        parts = []
+        for name, attr in figures:
+            measured = [row for row in configs if getattr(row, attr) is not None]
+            best = max(measured, key=lambda row: getattr(row, attr), default=None)
+            if best is None:
+                parts.append(f"{name} -")
+                continue
+            ratio = _ratio(getattr(ours, attr), getattr(best, attr))
+            parts.append(f"{name} {_x(ratio)} (best: {best.label})")
+        lines.append(f"  vs {peer}: {', '.join(parts)}")
     return "\n".join(lines)
 
 

@@ -93,7 +93,8 @@ def run_rounds(plan: Plan, args: argparse.Namespace, port: int, logs: Path) -> l
             for error in result.errors:
                 print(f"  error: {error}", file=sys.stderr)
             results[name].append(result)
-    return [summarise(name, plan.systems[name].label, results[name]) for name in args.systems]
+    return [summarise(name, plan.systems[name].label, results[name], plan.systems[name].peer)
+            for name in args.systems]
 
 
 def run(plan: Plan, args: argparse.Namespace) -> int:

@@ -47,6 +47,8 @@ class System:
     driver: str = ""
     #: Called before every scenario, after the Redis database is flushed.
     reset: Reset | None = None
+    #: The system this is a configuration of (empty: its own name), for best-of ratios.
+    peer: str = ""
 
     @property
     def driver_module(self) -> str:
@@ -83,8 +85,17 @@ def _rq(url: str, burst: bool) -> list[str]:
     return [*argv, "--burst"] if burst else argv
 
 
+def _rq_pool(url: str, burst: bool) -> list[str]:
+    argv = [venv_bin("rq"), "worker-pool", "-n", "2", "--url", url, "--quiet", "bench"]
+    return [*argv, "--burst"] if burst else argv
+
+
 def _huey(url: str, burst: bool) -> list[str]:
     return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", "2", "-k", "thread", "-q"]
+
+
+def _huey_processes(url: str, burst: bool) -> list[str]:
+    return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", "2", "-k", "process", "-q"]
 
 
 def _celery(url: str, burst: bool) -> list[str]:
@@ -94,6 +105,11 @@ def _celery(url: str, burst: bool) -> list[str]:
 
 def _dramatiq(url: str, burst: bool) -> list[str]:
     return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", "2", "--threads", "1"]
+
+
+def _dramatiq_threads(url: str, burst: bool) -> list[str]:
+    """dramatiq's default of 8 threads per process (its prefetch follows the thread count)."""
+    return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", "2", "--threads", "8"]
 
 
 SYSTEMS: dict[str, System] = {
@@ -106,6 +122,13 @@ SYSTEMS: dict[str, System] = {
         System("celery", "Celery prefork (concurrency 2)", 4, venv_bin("python"), _celery),
         System("dramatiq", "dramatiq (2 processes x 1 thread)", 5, venv_bin("python"),
                _dramatiq),
+        # Each peer at its best as well as at two workers: the ratios compare both.
+        System("rq_pool", "RQ worker-pool (2 processes)", 6, venv_bin("python"), _rq_pool,
+               has_burst=True, driver="sys_rq", peer="rq"),
+        System("huey_processes", "huey RedisHuey (2 processes)", 7, venv_bin("python"),
+               _huey_processes, driver="sys_huey", peer="huey"),
+        System("dramatiq_threads", "dramatiq (2 processes x 8 threads)", 8, venv_bin("python"),
+               _dramatiq_threads, driver="sys_dramatiq", peer="dramatiq"),
     )
 }
 

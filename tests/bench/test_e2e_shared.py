@@ -12,7 +12,7 @@ if str(BENCH) not in sys.path:  # the benchmarks import their helpers as the pac
     sys.path.insert(0, str(BENCH))
 
 from e2e import tasks_systems  # noqa: E402
-from e2e.report import Summary, drain_checks, ratios, table  # noqa: E402
+from e2e.report import Summary, best_ratios, drain_checks, ratios, table  # noqa: E402
 from e2e.session import Plan, options, report  # noqa: E402
 from e2e.systems import SYSTEMS  # noqa: E402
 
@@ -92,3 +92,26 @@ def test_tasks_systems_share_driver_and_stop_when_empty() -> None:
     assert "--batch" not in systems["tasks_db"].worker(url, False)
     assert systems["tasks_db"].reset is not None
     assert SYSTEMS["rq"].driver_module == "sys_rq"
+
+
+def test_best_ratios_compare_with_each_peers_best_configuration() -> None:
+    """Each figure is divided by the fastest configuration of each peer, named in the line."""
+    threads = row("huey", 1000.0)
+    processes = row("huey_processes", 2000.0)
+    processes.peer = threads.peer = "huey"
+    lone = row("rq", 100.0)
+    lone.peer = "rq"
+    text = best_ratios([row("qless", 3000.0), threads, processes, lone],
+                       figures=(("drain", "drain_rate"),))
+    assert text.splitlines()[1:] == ["  vs huey: drain 1.50x (best: huey_processes label)",
+                                     "  vs rq: drain 30.00x (best: rq label)"]
+    assert best_ratios([row("qless", 1.0), lone]) == ""  # one configuration each: see ratios()
+
+
+def test_worker_bench_runs_each_peer_at_its_best_and_at_two_workers() -> None:
+    """huey in threads and processes, dramatiq with 1 and 8 threads, RQ alone and pooled."""
+    peers: dict[str, list[str]] = {}
+    for system in SYSTEMS.values():
+        peers.setdefault(system.peer or system.name, []).append(system.label)
+    assert len(peers["huey"]) == 2 and len(peers["dramatiq"]) == 2 and len(peers["rq"]) == 2
+    assert len({system.db for system in SYSTEMS.values()}) == len(SYSTEMS)

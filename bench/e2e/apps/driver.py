@@ -5,7 +5,8 @@
 
 MODULE names a module beside this file (`sys_<system>`) with `put_noop()` and
 `put_latency(put_at)`. Prints one JSON line: {"jobs": N, "started": epoch seconds of the
-first put, "seconds": elapsed}, so the bench can leave the interpreter's start-up out.
+first put, "seconds": elapsed, "cpu": CPU seconds of the puts}, so the bench can leave the
+interpreter's start-up out.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ def load(module: str) -> Any:
     return importlib.import_module(module)
 
 
-def put(module: Any, count: int) -> float:
-    """Enqueue `count` no-op jobs back to back; returns the seconds it took."""
+def put(module: Any, count: int) -> tuple[float, float]:
+    """Enqueue `count` no-op jobs back to back; returns the seconds and CPU seconds taken."""
     put_noop = cast(Callable[[], None], module.put_noop)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in range(count):
         put_noop()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def latency(module: Any, count: int, spacing: float) -> float:
@@ -52,11 +53,13 @@ def main() -> None:
     args = parser.parse_args()
     module = load(args.module)
     started = time.time()
+    cpu = 0.0
     if args.action == "put":
-        elapsed = put(module, args.count)
+        elapsed, cpu = put(module, args.count)
     else:
         elapsed = latency(module, args.count, args.spacing)
-    print(json.dumps({"jobs": args.count, "started": started, "seconds": elapsed}), flush=True)
+    print(json.dumps({"jobs": args.count, "started": started, "seconds": elapsed, "cpu": cpu}),
+          flush=True)
 
 
 if __name__ == "__main__":
