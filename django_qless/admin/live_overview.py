@@ -16,9 +16,9 @@ from ..core import QueueCounts
 from ..core.live import DEPTH_STATES, History, Minute
 from .charts import Chart, line_chart, sparkline, stacked_bars
 
-#: Throughput segments, bottom up: (outcome, legend name).
-FINISHED = (("completed", "completed"), ("retried", "failed, retried later"),
-            ("failed", "failed"))
+#: Throughput segments, bottom up: (outcome, legend name). "retried" is a failed attempt
+#: put back for another; "failed" a job that failed for good.
+FINISHED = (("completed", "completed"), ("retried", "retried"), ("failed", "failed"))
 #: Minutes between two labels under the charts.
 LABEL_EVERY = 10
 #: Most queues listed under the charts, the busiest first.
