@@ -19,3 +19,9 @@ def noop() -> None:
 def latency(put_at: float) -> None:
     """Record the pickup latency of this job."""
     jobbody.latency(put_at)
+
+
+@qless_job(name="bench.payload", queue=QUEUE)
+def payload(blob: str) -> None:
+    """Count one execution of a job carrying a large argument (bench/scale.py)."""
+    jobbody.noop()
