@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from .. import models
 from . import permissions
 from .job_actions import JOB_ACTIONS, JobAction
-from .views import actions, config, failures, jobs, overview, queues, recurring, workers
+from .views import actions, config, cron, failures, jobs, overview, queues, recurring, workers
 
 #: Start of every route: the connection alias.
 ALIAS_PREFIX = "<str:alias>/"
@@ -93,6 +93,8 @@ ROUTES: tuple[Route, ...] = (
     action(models.RecurringJob, "update/", recurring.update, "recurring_update",
            permissions.RECURRING),
     action(models.RecurringJob, "delete/", recurring.delete, "recurring_delete",
+           permissions.RECURRING),
+    action(models.RecurringJob, "cron/run/", cron.run_now, "recurring_cron_run",
            permissions.RECURRING),
     page(models.Config, "", config.config_page, "config"),
     action(models.Config, "set/", config.set_value, "config_set", permissions.CONFIG),

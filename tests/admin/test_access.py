@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from django_qless.core import Client
 from tests.admin.conftest import ALL_PERMS, World, logged_in, plant
+from tests.recurring.cron_helpers import define
 
 PAGES = {
     "overview_changelist", "overview", "queue_changelist", "queues", "queue",
@@ -37,6 +38,7 @@ ACTIONS = {
     "job_untag": "edit_jobs", "job_track": "edit_jobs", "job_untrack": "edit_jobs",
     "job_undepend": "edit_jobs",
     "recurring_update": "manage_recurring", "recurring_delete": "manage_recurring",
+    "recurring_cron_run": "manage_recurring",
     "config_set": "manage_config", "config_unset": "manage_config",
 }
 METHODS = ("get", "head", "post", "put", "delete")
@@ -81,7 +83,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 45
+    assert len(found) == len(PAGES) + len(ACTIONS) == 46
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:
@@ -167,6 +169,7 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
                              "priority": "1",
                              "retries": "1", "backlog": "1", "tags": "", "data_json": ""},
         "recurring_delete": {"jid": world.recurring, "confirmed": "yes"},
+        "recurring_cron_run": {"name": "nightly", "confirmed": "yes"},
         "config_set": {"key": "heartbeat", "value": "30"}, "config_unset": {"key": "application"},
     }
 
@@ -199,6 +202,8 @@ def test_the_same_posts_with_a_token_do_change_things(
             qless.queue("jobs").pause()
         if name == "config_unset":
             qless.config.set("application", "shop")
+        if name == "recurring_cron_run":
+            define(qless, "0 3 * * *", name="nightly")
         if name == "worker_forget":  # only a worker that stopped reporting can be forgotten
             redis_client.zadd("ql:workers", {world.worker: qless.now() - 7200})
         before = keyspace()

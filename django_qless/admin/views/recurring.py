@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from ... import models
 from ...core import RecurringJob
 from .. import audit, permissions, presenters
+from ..cron_rows import cron_rows
 from ..feedback import confirm_page, confirmed, form_errors, invalid
 from ..forms import JidForm, RecurringForm
 from ..page_context import PageContext
@@ -19,11 +20,14 @@ from .queues import recurring_rows
 
 
 def recurring_list(ctx: PageContext) -> HttpResponse:
-    """Recurring templates of one queue (the queues that have any are listed as tabs)."""
+    """Cron schedules, then the recurring templates of one queue (the queues that have
+    any are listed as tabs)."""
     queues = [q for q in ctx.client.queues() if q.recurring]
     names = [q.name for q in queues]
     selected = ctx.request.GET.get("queue", names[0] if names else "")
-    context: dict[str, Any] = {"queues": queues, "selected": selected, "page": None}
+    context: dict[str, Any] = {"queues": queues, "selected": selected, "page": None,
+                               "crons": cron_rows(ctx.client),
+                               "can_run": ctx.can(permissions.RECURRING)}
     if selected in names:
         total = next(q.recurring for q in queues if q.name == selected)
         queue = ctx.client.existing_queue(selected)
