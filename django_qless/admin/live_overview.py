@@ -6,9 +6,9 @@ Built from `core.live.History` (one Redis round trip): throughput counts what
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from django.utils import timezone
 
@@ -126,7 +126,8 @@ def rate(completed: int, failed: int) -> float | None:
 
 def clock_time(minute: Minute) -> str:
     """The minute's start in the current time zone, as HH:MM."""
-    return timezone.localtime(datetime.fromtimestamp(minute.start, tz=UTC)).strftime("%H:%M")
+    started = dt.datetime.fromtimestamp(minute.start, tz=dt.timezone.utc)
+    return timezone.localtime(started).strftime("%H:%M")
 
 
 def axis_labels(count: int) -> dict[int, str]:
