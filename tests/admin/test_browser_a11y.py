@@ -11,6 +11,7 @@ visited, so a new page cannot be left out. The figures are printed at the end of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,15 @@ __all__ = ["browser_page", "images"]  # fixtures, used by name
 NARROW = 375
 #: Boxes that are meant to scroll sideways on a narrow screen (wide tables, tracebacks).
 SCROLLERS = ".qless-selection .results, .qless-scroll, .qless-graph-body, pre"
+#: A qless_worker process that publishes its presence.
+REPORTING = "web-1-4242-3f2a9c1e"
 QUEUE_TABS = ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recurring")
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(600)]
+ADMIN_CSS = Path(__file__).resolve().parents[2] / "django_qless/static/django_qless/admin.css"
+#: A colour written out (#abc, rgb(), hsl() or a name) rather than taken from the admin's variables.
+LITERAL_COLOUR = re.compile(
+    r"#[0-9a-f]{3,8}\b|\b(?:rgba?|hsla?)\(|:\s*(?:white|black|red|green|blue|gray|grey)\b", re.I
+)
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +64,7 @@ def plant_everything(qless: Client) -> tuple[World, str]:
     popped(qless, "retried").complete({**TASK_DATA, "result": {"doubled": 4}})
     now = qless.now()
     publish(qless, Presence(
-        name="web-1-4242-3f2a9c1e", host="web-1", pid=4242, version="0.1.0",
+        name=REPORTING, host="web-1", pid=4242, version="0.1.0",
         queues=("busy", "jobs"), started=now - 5400, seen=now, done=18_234, failed=12,
         rss_bytes=92 * 1024 * 1024,
         running=(RunningJob(world.running, "app.jobs.render_invoice", now - 12),),
@@ -82,6 +89,7 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "job (depends)": url("job", jid=world.child),
         "job (needed by)": url("job", jid=world.parent),
         "job (gone: error page)": url("job", jid="no-such-job"),
+        "overview (one queue)": url("overview") + "?queue=jobs",
         "search": url("search") + "?q=red",
         "search (empty)": url("search"),
         "completed": url("completed"),
@@ -92,6 +100,7 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "failure group": url("failure_group", group=world.group),
         "workers": url("workers"),
         "worker": url("worker", name=world.worker),
+        "worker (reporting)": url("worker", name=REPORTING),
         "recurring list": url("recurring_list"),
         "recurring": url("recurring", jid=world.recurring),
         "config": url("config"),
@@ -161,6 +170,35 @@ def layout_problems(page: Any) -> list[str]:
     ))
 
 
+def chart_problems(page: Any) -> list[str]:
+    """Chart marks (SVG shapes with a title: bars, lines, dots) under 3:1 against their
+    background (WCAG 1.4.11), e.g. a dark bar on the dark theme's dark panel."""
+    return list(page.evaluate(
+        """() => {
+          const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+          const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255;
+            return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+            .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+          const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((m, n) => n - m);
+            return (x + 0.05) / (y + 0.05); };
+          const behind = (el) => { for (let at = el; at; at = at.parentElement) {
+            const c = rgb(getComputedStyle(at).backgroundColor);
+            if (c.length === 3 || c[3] > 0) return c.slice(0, 3); } return [255, 255, 255]; };
+          const problems = [];
+          const marks = document.querySelectorAll(
+            '#content svg :is(rect, polyline, path, circle):has(> title)');
+          for (const el of marks) {
+            const style = getComputedStyle(el);
+            const paint = style.fill !== 'none' ? style.fill : style.stroke;
+            if (!paint.startsWith('rgb')) continue;
+            const contrast = ratio(rgb(paint).slice(0, 3), behind(el.ownerSVGElement));
+            if (contrast < 3) problems.push(`${el.tagName}.${el.getAttribute('class')} `
+              + `${paint} is ${contrast.toFixed(2)}:1 against its background`);
+          }
+          return [...new Set(problems)]; }"""
+    ))
+
+
 def check(page: Any, script: Path, label: str, mode: str, tally: axe.Tally) -> list[str]:
     """Run axe (and on narrow, the layout checks) on the loaded page; returns the problems."""
     if mode == "dark":
@@ -171,9 +209,14 @@ def check(page: Any, script: Path, label: str, mode: str, tally: axe.Tally) -> l
     problems = [str(v) for v in found if v.impact in axe.BLOCKING]
     if mode == "narrow":
         problems += [f"{label} [narrow]: {problem}" for problem in layout_problems(page)]
+    else:
+        problems += [f"{label} [{mode}]: {problem}" for problem in chart_problems(page)]
     return problems
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("mode", ["light", "dark", "narrow"])
 def test_every_admin_page_passes_axe(
     mode: str, live_server: Any, make_user: Callable[..., User], qless: Client,
@@ -210,3 +253,13 @@ def test_every_admin_page_passes_axe(
         with capture.global_and_fixture_disabled():
             reporter.write_line(f"\naxe-core {axe.AXE_VERSION}, {mode}: {tally.summary()}")
     assert problems == [], "\n".join(problems)
+
+
+def test_admin_css_takes_every_colour_from_the_admins_variables() -> None:
+    """Light and dark themes come for free only if no colour is written out."""
+    found = [
+        f"line {number}: {line.strip()}"
+        for number, line in enumerate(ADMIN_CSS.read_text().splitlines(), 1)
+        if LITERAL_COLOUR.search(line.split("/*")[0])
+    ]
+    assert found == []
