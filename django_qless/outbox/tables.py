@@ -12,9 +12,15 @@ from .models import OutboxEntry
 logger = logging.getLogger("django_qless.outbox")
 
 
+#: The engine Django gives a project with no database (`DATABASES = {}`): nothing to sweep.
+NO_DATABASE = "django.db.backends.dummy"
+
+
 def outbox_databases() -> list[str]:
     """The database aliases the outbox model may be migrated to (the routers decide)."""
-    return [alias for alias in connections if router.allow_migrate_model(alias, OutboxEntry)]
+    return [alias for alias in connections
+            if connections.settings[alias].get("ENGINE") != NO_DATABASE
+            and router.allow_migrate_model(alias, OutboxEntry)]
 
 
 def migrated(alias: str) -> bool:

@@ -12,6 +12,7 @@ from django.core.checks import run_checks
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
+from django.db.utils import ConnectionHandler
 
 from django_qless.conf import get_settings
 from django_qless.conf.reader import problems
@@ -102,3 +103,15 @@ def test_the_check_needs_a_database_to_run() -> None:
 def test_qless_outbox_names_a_database_without_the_table(qless_url: str) -> None:
     with pytest.raises(CommandError, match="no outbox table in database default: run manage.py"):
         call_command("qless_outbox", "--database", "default", stdout=StringIO())
+
+
+def test_a_project_without_a_database_has_no_outbox_to_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # DATABASES = {} gives Django's dummy backend, which raises on any query: a worker of
+    # such a project (a pure Redis one) must not try to sweep it every few seconds.
+    monkeypatch.setattr(tables, "connections", ConnectionHandler({}))
+    assert tables.outbox_databases() == []
+    monkeypatch.setattr(tables, "connections", ConnectionHandler(
+        {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}))
+    assert tables.outbox_databases() == ["default"]
