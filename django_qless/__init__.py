@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # Django-free (settings modules use it), so imported eagerly.
-from .schedules import cron, every
+from .schedules import every
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "cron", "every", "get_client", "qless_job"]
+__all__ = ["__version__", "every", "get_client", "qless_job"]
 
 if TYPE_CHECKING:
     from .connection import get_client

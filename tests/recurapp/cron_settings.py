@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from django_qless import cron
+from django_qless.schedules import cron
 from tests.settings import *  # noqa: F403
 
 QLESS = {
