@@ -12,7 +12,9 @@ A slot is a wall-clock time the expression names in its zone, and the instant it
   the first valid time after it, i.e. the instant the clocks jumped; several such slots
   become one;
 - a wall time that happens twice (the hour repeated when clocks go back) runs once, at its
-  first occurrence.
+  first occurrence. So `*/15 2 * * *` runs four times on the fall-back day in
+  Europe/Paris, in the first pass through 02:00-02:59, not eight: a schedule that must
+  fire every 15 minutes of real time is an interval, not a cron expression.
 
 Standard library only (`zoneinfo`), importable without Django.
 """

@@ -202,3 +202,28 @@ def test_a_writer_beaten_by_a_change_takes_back_what_it_put(client: Client,
     assert [o.jid for o in outcomes if o.created] == [put.jid]
     job = client.get_job(put.jid)
     assert job is not None and job.data == {"args": ["new"], "kwargs": {}}
+
+
+def test_downtime_across_spring_forward_runs_the_jump_slot_once(client: Client,
+                                                                clock: Clock) -> None:
+    clock.now = utc("2024-03-30 22:00")
+    define(client, "30 2 * * *", tz="Europe/Paris")
+    # Nobody looks from 23:00 CET to 05:00 CEST: the 02:30 slot (at the jump) was missed.
+    clock.now = utc("2024-03-31 03:00")
+    CronStore(client).create_due()
+    clock.now = utc("2024-03-31 03:00") + 5
+    CronStore(client).create_due()
+    [put] = slot_jobs(client)
+    assert (slot_of(put.jid), put.state) == (utc("2024-03-31 01:00"), "waiting")
+    tick_until(client, clock, utc("2024-04-01 01:00"), step=30)
+    assert runs(client) == [utc("2024-03-31 01:00"), utc("2024-04-01 00:30")]
+
+
+def test_writers_with_clocks_apart_never_go_back(client: Client, clock: Clock) -> None:
+    define(client, "* * * * *", catch_up="5")
+    ahead = Client(client.redis, clock=lambda: MIDNIGHT + 600)
+    CronStore(ahead).create_due()
+    handled = CronStore(client).read_all()[0].last
+    # A writer whose clock is ten minutes behind puts nothing and moves nothing back.
+    assert CronStore(client).create_due() == []
+    assert CronStore(client).read_all()[0].last == handled

@@ -31,6 +31,10 @@ def declare(settings: Any, expression: str | None = "*/5 * * * *", **extra: Any)
     settings.QLESS = {**settings.QLESS, "RECURRING": recurring}
 
 
+def digest() -> None:
+    """A job the tests give a cron schedule on its decorator."""
+
+
 def cron_kinds(report: SyncReport) -> dict[str, str]:
     """Schedule name -> action kind, for cron schedules."""
     return {str(a.name): a.kind for _, a in report.actions if a.is_cron}
@@ -185,3 +189,23 @@ def test_check_and_dry_run_write_nothing(settings: Any, client: Client, flag: st
     except CommandError as exc:
         assert flag == "--check" and exc.returncode == 2
     assert client.redis.keys("ql:django_qless:cron*") == []
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_decorator_declared_cron_schedule_is_synced_and_run(
+    sync: Sync, client: Client, clock: Clock
+) -> None:
+    from django_qless import qless_job  # noqa: PLC0415
+
+    qless_job(name="crontest.digest", queue=QUEUE, priority=3, tags=["mail"],
+              recur=cron("*/10 * * * *", tz="Asia/Tokyo"))(digest)
+    report = sync()
+    assert cron_kinds(report) == {"crontest.digest": "create"}
+    clock.now = MIDNIGHT + 590
+    CronStore(client).create_due()
+    [put] = slot_jobs(client, "crontest.digest")
+    job = client.get_job(put.jid)
+    assert job is not None
+    assert (job.klass, job.priority, put.state, put.runs_at) == (
+        "crontest.digest", 3, "scheduled", MIDNIGHT + 600)
+    assert set(job.tags) == {"mail", "django_qless:managed"}
