@@ -195,18 +195,28 @@ def totals(slots: Sequence[dict[str, int]]) -> Totals:
 def queue_rows(history: History, queues: Sequence[QueueCounts]) -> list[QueueRow]:
     """A row per queue known now or active in the hour, the busiest first."""
     waiting = {q.name: q.waiting for q in queues}
-    rows = []
-    for name in sorted(set(waiting) | set(history.queues())):
-        per_minute = [sum(finished_in(minute, name).values()) for minute in history.minutes]
-        rows.append(QueueRow(
-            name=name,
-            completed=sum(minute.jobs("completed", name) for minute in history.minutes),
-            failed=sum(minute.jobs("failed", name) for minute in history.minutes),
-            retried=sum(minute.jobs("retried", name) for minute in history.minutes),
-            last_minute=per_minute[-2] if len(per_minute) > 1 else 0,
+    count = len(history.minutes)
+    hour: dict[str, dict[str, int]] = {name: {} for name in waiting}
+    per_minute: dict[str, list[int]] = {name: [0] * count for name in waiting}
+    for index, minute in enumerate(history.minutes):  # one pass over what was read
+        for name, by_outcome in minute.finished.items():
+            totals = hour.setdefault(name, {})
+            for outcome, jobs in by_outcome.items():
+                totals[outcome] = totals.get(outcome, 0) + jobs
+            per_minute.setdefault(name, [0] * count)[index] = sum(by_outcome.values())
+    for name in history.queues():
+        hour.setdefault(name, {})
+        per_minute.setdefault(name, [0] * count)
+    rows = [
+        QueueRow(
+            name=name, completed=totals.get("completed", 0), failed=totals.get("failed", 0),
+            retried=totals.get("retried", 0),
+            last_minute=per_minute[name][-2] if count > 1 else 0,
             waiting=waiting.get(name, 0),
-            spark=sparkline(per_minute), spark_peak=max(per_minute, default=0),
-        ))
+            spark=sparkline(per_minute[name]), spark_peak=max(per_minute[name], default=0),
+        )
+        for name, totals in hour.items()
+    ]
     rows.sort(key=lambda row: (-row.finished, -row.waiting, row.name))
     return rows
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -103,7 +104,7 @@ class Minute:
         """Jobs that ended with `outcome` in this minute, in one queue or all."""
         if queue is not None:
             return self.finished.get(queue, {}).get(outcome, 0)
-        return sum(by_outcome.get(outcome, 0) for by_outcome in self.finished.values())
+        return self.finished_in_all.get(outcome, 0)
 
     def depth(self, state: str, queue: str | None = None) -> int | None:
         """Jobs in `state` when sampled, in one queue or all; None without a sample."""
@@ -112,7 +113,22 @@ class Minute:
         if queue is not None:
             found = self.depths.get(queue)
             return int(getattr(found, state)) if found is not None else 0
-        return sum(int(getattr(depth, state)) for depth in self.depths.values())
+        return self.depth_in_all[state]
+
+    @cached_property
+    def finished_in_all(self) -> dict[str, int]:
+        """Jobs finished in every queue, by outcome (summed once, read many times)."""
+        totals: dict[str, int] = {}
+        for by_outcome in self.finished.values():
+            for outcome, jobs in by_outcome.items():
+                totals[outcome] = totals.get(outcome, 0) + jobs
+        return totals
+
+    @cached_property
+    def depth_in_all(self) -> dict[str, int]:
+        """Jobs in every queue when sampled, by state (no sample: zeros)."""
+        depths = list((self.depths or {}).values())
+        return {state: sum(getattr(depth, state) for depth in depths) for state in DEPTH_STATES}
 
 
 @dataclass(frozen=True)
@@ -161,14 +177,17 @@ def parse_throughput(raw: Mapping[Any, Any]) -> dict[str, dict[str, int]]:
     """A throughput hash as queue -> outcome -> jobs; fields not understood are skipped."""
     finished: dict[str, dict[str, int]] = {}
     for name, value in raw.items():
-        outcome, _, queue = text(name).partition(":")
+        outcome, _, queue = (name.decode() if isinstance(name, bytes) else name).partition(":")
         if outcome not in OUTCOMES or not queue:
             continue
         try:
-            jobs = int(text(value))
+            jobs = int(value)  # int() takes bytes and str alike
         except ValueError:
             continue
-        finished.setdefault(queue, {})[outcome] = jobs
+        by_outcome = finished.get(queue)
+        if by_outcome is None:
+            by_outcome = finished[queue] = {}
+        by_outcome[outcome] = jobs
     return finished
 
 
