@@ -92,6 +92,8 @@ class Tally:
 
     pages: int = 0
     by_impact: Counter[str] = field(default_factory=Counter)
+    #: The other violations' rules, with the number of pages each was found on.
+    minor_rules: Counter[str] = field(default_factory=Counter)
     blocking: list[Violation] = field(default_factory=list)
 
     def add(self, found: list[Violation]) -> None:
@@ -101,12 +103,16 @@ class Tally:
             self.by_impact[violation.impact] += 1
             if violation.impact in BLOCKING:
                 self.blocking.append(violation)
+            else:
+                self.minor_rules[f"{violation.impact} {violation.rule}"] += 1
 
     def summary(self) -> str:
         """One line of figures."""
         impacts = ("critical", "serious", "moderate", "minor")
         counts = ", ".join(f"{self.by_impact[name]} {name}" for name in impacts)
-        return f"{self.pages} pages checked; violations: {counts}"
+        rules = ", ".join(f"{rule} on {pages}" for rule, pages in sorted(self.minor_rules.items()))
+        shown = f" ({rules})" if rules else ""
+        return f"{self.pages} pages checked; violations: {counts}{shown}"
 
 
 #: (rule, CSS selector) pairs left out of the check, each for a stated reason. Empty: every
