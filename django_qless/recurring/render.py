@@ -6,8 +6,9 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..core.crons import StoredCron
 from ..core.recurring import Template
-from ..schedules import MANAGED_TAG, duration
+from ..schedules import MANAGED_TAG, duration, schedule_jid
 from .plan import Action, Change, managed
 from .sync import DatabaseResult, SyncReport
 
@@ -16,6 +17,7 @@ PLAN_HEADER = ("ACTION", "SCHEDULE", "JID", "JOB", "QUEUE", "EVERY", "NEXT RUN",
 #: Next runs of a cron schedule shown in the plan table (`--json` gives five).
 TABLE_RUNS = 3
 LIST_HEADER = ("JID", "MANAGED", "JOB", "QUEUE", "EVERY", "NEXT RUN", "SPAWNED", "TAGS")
+CRON_LIST_HEADER = ("SCHEDULE", "CRON", "JOB", "QUEUE", "CATCH-UP", "LAST SLOT", "NEXT RUNS")
 
 
 def when(timestamp: float | None) -> str:
@@ -173,11 +175,39 @@ def template_rows(templates: Sequence[tuple[str, Template]], prefix: bool) -> li
 def template_json(alias: str, template: Template) -> dict[str, Any]:
     """One template for `--list --json`."""
     return {
-        "connection": alias, "jid": template.jid, "managed": managed(template),
+        "kind": "interval", "connection": alias, "jid": template.jid,
+        "managed": managed(template),
         "job": template.klass, "queue": template.queue, "interval": template.interval,
         "next_run": template.next_run, "spawned": template.count,
         "priority": template.priority, "retries": template.retries,
         "backlog": template.backlog, "tags": list(template.tags), "data": template.data,
+    }
+
+
+def cron_list_rows(crons: Sequence[tuple[str, StoredCron]], prefix: bool, now: float
+                   ) -> list[list[str]]:
+    """`--list` rows of the cron schedules: their next three runs."""
+    return [
+        [c.name, f"{c.definition.expression} {c.definition.tz}", c.definition.klass,
+         f"{alias}:{c.definition.queue}" if prefix else c.definition.queue,
+         c.definition.catch_up, when(c.last),
+         ", ".join(when(t) for t in c.definition.next_runs(now, TABLE_RUNS))]
+        for alias, c in crons
+    ]
+
+
+def cron_list_json(alias: str, stored: StoredCron, now: float) -> dict[str, Any]:
+    """One cron schedule for `--list --json` (beside the templates, `"kind": "cron"`)."""
+    definition = stored.definition
+    return {
+        "kind": "cron", "connection": alias, "name": stored.name,
+        "jid": schedule_jid(stored.name), "managed": True, "job": definition.klass,
+        "queue": definition.queue,
+        "cron": {"expression": definition.expression, "tz": definition.tz,
+                 "catch_up": definition.catch_up},
+        "last_slot": stored.last, "next_runs": definition.next_runs(now, 5),
+        "priority": definition.priority, "retries": definition.retries,
+        "tags": list(definition.tags), "data": definition.data,
     }
 
 

@@ -18,7 +18,7 @@ import redis
 from ..conf import Problem, get_settings
 from ..connection import get_client
 from ..core import Client, QlessError
-from ..core.crons import CronStore
+from ..core.crons import CronStore, StoredCron
 from ..core.recurring import Template
 from ..core.templates import Templates
 from .cron_sync import apply_crons, plan_crons
@@ -245,4 +245,14 @@ def list_templates(clients: Mapping[str, Client] | None = None) -> list[tuple[st
     for aliases, store in group_databases(clients):
         templates = store.read(store.jids())
         found += [(",".join(aliases), t) for t in sorted(templates, key=lambda t: t.jid)]
+    return found
+
+
+def list_crons(clients: Mapping[str, Client] | None = None) -> list[tuple[str, StoredCron]]:
+    """Every cron schedule synced to every configured database."""
+    if clients is None:
+        clients = {alias: get_client(alias) for alias in get_settings().connections}
+    found: list[tuple[str, StoredCron]] = []
+    for aliases, store in group_databases(clients):
+        found += [(",".join(aliases), c) for c in CronStore(store.client).read_all()]
     return found

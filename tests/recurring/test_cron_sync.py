@@ -209,3 +209,21 @@ def test_a_decorator_declared_cron_schedule_is_synced_and_run(
     assert (job.klass, job.priority, put.state, put.runs_at) == (
         "crontest.digest", 3, "scheduled", MIDNIGHT + 600)
     assert set(job.tags) == {"mail", "django_qless:managed"}
+
+
+def test_list_shows_cron_schedules_beside_templates(settings: Any, sync: Sync) -> None:
+    declare(settings, "0 9 * * MON-FRI", TZ="Europe/Paris")
+    sync()
+    out = StringIO()
+    call_command("qless_recur", "--list", stdout=out)
+    lines = out.getvalue().splitlines()
+    header = lines.index("") + 1
+    assert lines[header].split()[:3] == ["SCHEDULE", "CRON", "JOB"]
+    [row] = [line for line in lines[header + 1:] if line.startswith("sched ")]
+    assert "0 9 * * MON-FRI Europe/Paris" in row and "recurapp.vacuum" in row
+    out = StringIO()
+    call_command("qless_recur", "--list", "--json", stdout=out)
+    [entry] = [e for e in json.loads(out.getvalue()) if e["kind"] == "cron"]
+    assert (entry["name"], entry["jid"], entry["cron"]["tz"]) == (
+        "sched", schedule_jid("sched"), "Europe/Paris")
+    assert len(entry["next_runs"]) == 5

@@ -12,9 +12,10 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...connection import get_client
 from ...core import QlessError
 from ...recurring import render
-from ...recurring.sync import SyncReport, list_templates, sync_schedules
+from ...recurring.sync import SyncReport, list_crons, list_templates, sync_schedules
 
 EXIT_ERROR = 1
 EXIT_DRIFT = 2
@@ -37,7 +38,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json",
                             help="print JSON instead of a table")
         parser.add_argument("--list", action="store_true", dest="list_only",
-                            help="list every recurring job in Redis (managed or not) and exit")
+                            help="list every recurring job in Redis (managed or not) and "
+                            "every cron schedule, and exit")
 
     def handle(
         self, *args: Any, dry_run: bool, check: bool, prune: bool, as_json: bool,
@@ -83,16 +85,26 @@ class Command(BaseCommand):
         self.stdout.write(style(f"{verdict}: {report.summary()}."))
 
     def _list(self, as_json: bool) -> None:
-        """Every recurring template in Redis."""
+        """Every recurring template in Redis, then every cron schedule."""
         templates = list_templates()
+        crons = list_crons()
+        now = get_client().now()  # the clock the workers and syncs use
         if as_json:
             data = [render.template_json(alias, t) for alias, t in templates]
+            data += [render.cron_list_json(alias, c, now) for alias, c in crons]
             self.stdout.write(json.dumps(data, indent=2))
             return
-        if not templates:
+        if not templates and not crons:
             self.stdout.write("No recurring jobs in Redis.")
             return
-        prefix = len({alias for alias, _ in templates}) > 1
-        rows = render.template_rows(templates, prefix)
-        for line in render.table(rows, render.LIST_HEADER):
-            self.stdout.write(line)
+        prefix = len({alias for alias, _ in [*templates, *crons]}) > 1
+        if templates:
+            rows = render.template_rows(templates, prefix)
+            for line in render.table(rows, render.LIST_HEADER):
+                self.stdout.write(line)
+        if crons:
+            if templates:
+                self.stdout.write("")
+            rows = render.cron_list_rows(crons, prefix, now)
+            for line in render.table(rows, render.CRON_LIST_HEADER):
+                self.stdout.write(line)
