@@ -6,8 +6,10 @@ Starts a private redis-server, fills one queue with N waiting jobs (pipelined `p
 calls, every tenth tagged), adds S failed, completed and scheduled jobs, 100 workers
 holding jobs, dependencies, tracked jobs and recurring templates, logs a superuser into
 the admin with Django's test client and times every page the admin routes list, each
-tab of the queue page and both ends of the long lists (median of R renders); it stops
-if a page is missing from its list. It also reports the slowest Redis command the pages ran
+tab of the queue page and both ends of the long lists (median of R renders), and the
+live refreshes of the pages that refresh themselves (the same URL with `X-Qless-Live`),
+over an hour of throughput and depth samples of 100 queues; it stops if a page is
+missing from its list. It also reports the slowest Redis command the pages ran
 (SLOWLOG, threshold 10 ms) and whether any page used KEYS or SCAN. The target is
 every page under one second with no command over 10 ms.
 """
@@ -19,6 +21,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +40,11 @@ from django.test import Client as HttpClient  # noqa: E402
 from django.test.utils import override_settings, setup_test_environment  # noqa: E402
 from django.urls import resolve, reverse  # noqa: E402
 
+from django_qless.admin.live_requests import HEADER  # noqa: E402
 from django_qless.admin.routes import ROUTES  # noqa: E402
 from django_qless.admin.views.queues import TABS  # noqa: E402
-from django_qless.core import Client  # noqa: E402
+from django_qless.core import Client, QueueCounts  # noqa: E402
+from django_qless.core.live import MINUTES, add_throughput, read_history  # noqa: E402
 from django_qless.core.presence import Presence, publish  # noqa: E402
 from tests.conftest import LuaScript  # noqa: E402
 from tests.redis_harness import RedisServer, find_redis_server  # noqa: E402
@@ -55,6 +60,10 @@ KLASS = "bench.Job"
 BUDGET = 1.0
 SLOW_MICROSECONDS = 10_000
 BLOCK = 5_000
+#: Queues in the live overview's hour of throughput and depth samples.
+LIVE_QUEUES = 100
+#: Suffix of the names of live refreshes in the table of timed pages.
+LIVE = " (live refresh)"
 
 
 def fill(lua: LuaScript, jobs: int) -> float:
@@ -112,6 +121,21 @@ def fill_the_rest(lua: LuaScript, side: int) -> None:
             running=()), ttl=3600)
 
 
+def fill_live_hour(client: Client) -> None:
+    """A full hour of throughput (every outcome) and depth samples for `LIVE_QUEUES` queues,
+    as busy workers leave it for the overview."""
+    now = time.time()
+    names = [f"live-{number:03d}" for number in range(LIVE_QUEUES)]
+    for back in range(MINUTES):
+        pipe = client.redis.pipeline(transaction=False)
+        add_throughput(pipe, Counter({(name, outcome): 100 + back for name in names
+                                      for outcome in ("completed", "failed", "retried")}),
+                       now - 60 * back)
+        pipe.execute()
+        read_history(client, now - 60 * back,
+                     offer=[QueueCounts(name, waiting=1000, running=10) for name in names])
+
+
 def page_url(route: str, query: str = "", /, **kwargs: str) -> str:
     """An admin URL of the app on the default connection."""
     return reverse(f"admin:django_qless_{route}", kwargs={"alias": "default", **kwargs}) + query
@@ -145,6 +169,9 @@ def pages(jobs: int) -> dict[str, str]:
         "config": page_url("config"),
         "metrics (Prometheus)": reverse("django_qless:metrics"),
     }
+    live = ("overview", "queue running tab", "job page (waiting)", "failures", "workers",
+            "worker page")
+    timed.update({name + LIVE: timed[name] for name in live})
     untimed = {route.name for route in ROUTES if not route.action} - {
         path_name(path) for path in timed.values()}
     if untimed:  # a new page must be added here, so the bench keeps covering every page
@@ -158,12 +185,13 @@ def path_name(path: str) -> str:
     return name.removeprefix("django_qless_")
 
 
-def time_page(client: HttpClient, path: str, repeat: int) -> float:
-    """Median seconds to render a page."""
+def time_page(client: HttpClient, path: str, repeat: int, *, live: bool = False) -> float:
+    """Median seconds to render a page (as its live refresh asks for it, with `live`)."""
     timings = []
+    headers = {HEADER: "1"} if live else {}
     for _ in range(repeat):
         started = time.perf_counter()
-        response = client.get(path)
+        response = client.get(path, headers=headers)
         timings.append(time.perf_counter() - started)
         if response.status_code != 200:
             raise SystemExit(f"{path}: HTTP {response.status_code}")
@@ -186,11 +214,11 @@ def report(lua: LuaScript, client: HttpClient, jobs: int, repeat: int) -> bool:
     lua.client.slowlog_reset()
     lua.client.config_resetstat()
     ok = True
-    print(f"{'page':<28} {'median ms':>10}  under {BUDGET:.0f} s")
+    print(f"{'page':<34} {'median ms':>10}  under {BUDGET:.0f} s")
     for name, path in pages(jobs).items():
-        seconds = time_page(client, path, repeat)
+        seconds = time_page(client, path, repeat, live=name.endswith(LIVE))
         ok &= seconds < BUDGET
-        print(f"{name:<28} {seconds * 1000:>10.1f}  {'yes' if seconds < BUDGET else 'NO'}")
+        print(f"{name:<34} {seconds * 1000:>10.1f}  {'yes' if seconds < BUDGET else 'NO'}")
     slow: list[Any] = lua.client.slowlog_get(128)
     scans = {"cmdstat_keys", "cmdstat_scan"} & set(lua.client.info("commandstats"))
     worst = max((entry["duration"] for entry in slow), default=0)
@@ -216,6 +244,7 @@ def main() -> int:
                   f"(redis-server {'.'.join(map(str, server.version))})")
             started = time.perf_counter()
             fill_the_rest(lua, options.side)
+            fill_live_hour(Client(lua.client))
             print(f"and {options.side:,} failed, completed and scheduled jobs each, "
                   f"{WORKERS} workers, 50 recurring templates in "
                   f"{time.perf_counter() - started:.1f} s")

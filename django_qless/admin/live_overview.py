@@ -21,8 +21,8 @@ from .charts import Chart, line_chart, sparkline, stacked_bars
 FINISHED = (("completed", "completed"), ("retried", "retried"), ("failed", "failed"))
 #: Minutes between two labels under the charts.
 LABEL_EVERY = 10
-#: Most queues listed under the charts, the busiest first.
-QUEUE_ROWS = 100
+#: Most queues listed under the charts, the busiest first (the queue table lists them all).
+QUEUE_ROWS = 20
 #: Minutes averaged for the "recent" rate.
 RECENT = 5
 
@@ -37,8 +37,17 @@ class QueueRow:
     retried: int
     last_minute: int
     waiting: int
-    spark: str
-    spark_peak: int
+    per_minute: tuple[int, ...]
+
+    @property
+    def spark(self) -> str:
+        """The sparkline of jobs finished per minute (drawn only for the rows shown)."""
+        return sparkline(self.per_minute)
+
+    @property
+    def spark_peak(self) -> int:
+        """Most jobs finished in one minute of the hour."""
+        return max(self.per_minute, default=0)
 
     @property
     def finished(self) -> int:
@@ -212,8 +221,7 @@ def queue_rows(history: History, queues: Sequence[QueueCounts]) -> list[QueueRow
             name=name, completed=totals.get("completed", 0), failed=totals.get("failed", 0),
             retried=totals.get("retried", 0),
             last_minute=per_minute[name][-2] if count > 1 else 0,
-            waiting=waiting.get(name, 0),
-            spark=sparkline(per_minute[name]), spark_peak=max(per_minute[name], default=0),
+            waiting=waiting.get(name, 0), per_minute=tuple(per_minute[name]),
         )
         for name, totals in hour.items()
     ]

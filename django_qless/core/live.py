@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
 
@@ -76,9 +76,8 @@ def depth_json(counts: Iterable[QueueCounts]) -> str:
                        for queue in counts}, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class Depth:
-    """One queue's counts in a sample."""
+class Depth(NamedTuple):
+    """One queue's counts in a sample (a tuple in `DEPTH_STATES` order)."""
 
     waiting: int = 0
     scheduled: int = 0
@@ -112,8 +111,8 @@ class Minute:
             return None
         if queue is not None:
             found = self.depths.get(queue)
-            return int(getattr(found, state)) if found is not None else 0
-        return self.depth_in_all[state]
+            return found[DEPTH_STATES.index(state)] if found is not None else 0
+        return self.depth_in_all[DEPTH_STATES.index(state)]
 
     @cached_property
     def finished_in_all(self) -> dict[str, int]:
@@ -125,10 +124,10 @@ class Minute:
         return totals
 
     @cached_property
-    def depth_in_all(self) -> dict[str, int]:
+    def depth_in_all(self) -> Depth:
         """Jobs in every queue when sampled, by state (no sample: zeros)."""
-        depths = list((self.depths or {}).values())
-        return {state: sum(getattr(depth, state) for depth in depths) for state in DEPTH_STATES}
+        columns = zip(*(self.depths or {}).values(), strict=True)
+        return Depth(*(sum(column) for column in columns))
 
 
 @dataclass(frozen=True)
@@ -197,7 +196,7 @@ def parse_depth(sample: Any) -> dict[str, Depth] | None:
         return None
     try:
         decoded = json.loads(text(sample))
-        return {str(queue): Depth(*(int(count) for count in counts[:len(DEPTH_STATES)]))
+        return {str(queue): Depth._make(map(int, counts[:len(DEPTH_STATES)]))
                 for queue, counts in decoded.items()}
     except (ValueError, TypeError, AttributeError):
         return None

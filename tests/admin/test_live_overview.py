@@ -73,6 +73,9 @@ def test_a_queue_can_be_chosen_and_an_unknown_one_is_ignored(
     assert "over the last hour, queue mail" in page
     other = viewer.get(url("overview"), {"queue": "nope"}).content.decode()
     assert "Last hour: all queues" in other
+    qless.queue("mail").put("app.jobs.send", {})
+    queue_page = viewer.get(url("queue", name="mail")).content.decode()
+    assert f'href="{url("overview")}?queue=mail">Throughput, last hour</a>' in queue_page
 
 
 def test_the_page_takes_the_depth_sample_a_worker_did_not(
