@@ -159,9 +159,9 @@ class Families:
 
     def all(self) -> Iterable[Metric]:
         """The families, in a stable order."""
-        return (self.up, self.jobs, self.latency, self.paused, self.completed, self.failures, self.retries,
-                self.groups, self.workers, self.alive, self.wait, self.run, self.outbox_rows,
-                self.outbox_age)
+        return (self.up, self.jobs, self.latency, self.paused, self.completed, self.failures,
+                self.retries, self.groups, self.workers, self.alive, self.wait, self.run,
+                self.outbox_rows, self.outbox_age)
 
 
 def default_collector() -> QlessCollector:

@@ -21,7 +21,6 @@ def test_a_queue_whose_next_job_waited_90_s_shows_it(
     lua("put", time.time(), "w", "later", "soon", KLASS, "{}", 600)
     page = viewer.get(url(route)).content.decode()
     assert "Latency</abbr>" in page
-    rows = {name: row for name, row in re.findall(r">(emails|later)</a></th>(.*?)</tr>", page,
-                                                   re.S)}
+    rows = dict(re.findall(r">(emails|later)</a></th>(.*?)</tr>", page, re.S))
     assert re.search(r'<td class="num qless-nowrap">1 min 3\d s</td>', rows["emails"])
     assert '<td class="num qless-nowrap"></td>' in rows["later"]  # nothing waits there
