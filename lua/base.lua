@@ -74,8 +74,9 @@ local function need_number(value, message)
 end
 
 -- The checks of option values, need_integer and json_list, are in
--- options.lua: parse_options loads it when a call has any known option, and
--- recurring.lua, which always checks its options, loads it too.
+-- options.lua: a command loads it where an option needs checking (put only
+-- for values other than '[]', which most puts send), and recurring.lua,
+-- which always checks its options, loads it up front.
 local need_integer, json_list
 
 -- A count or offset argument: a finite number, floored, and clamped to
@@ -121,9 +122,6 @@ local function parse_options(args, first, allowed, unknown)
     elseif unknown then
       error(unknown .. '"' .. name .. '"')
     end
-  end
-  if next(options) then
-    load_module('options') -- need_integer, json_list
   end
   return options
 end

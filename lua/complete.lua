@@ -20,7 +20,10 @@ local function parse_complete(args)
   local options = parse_options(args, 5, ' next delay depends ')
   parsed.next = options['next'] and need_name(options['next'], 'Complete(): Arg "next" missing')
   parsed.delay = need_number(options['delay'] or 0, 'Complete(): Arg "delay" not a number: ')
-  parsed.depends = options['depends'] and json_list(options['depends'], 'Complete(): Arg "depends" not JSON: ')
+  if options['depends'] then
+    load_module('options') -- json_list
+    parsed.depends = json_list(options['depends'], 'Complete(): Arg "depends" not JSON: ')
+  end
   if options['delay'] and parsed.next == nil then
     error('Complete(): "delay" cannot be used without a "next".')
   end
