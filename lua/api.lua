@@ -24,7 +24,7 @@ end
 -- failure.lua loads stats.lua itself.
 if name == 'put' or name == 'requeue' or name == 'put.ifabsent' then
   run_module('put')
-elseif name == 'pop' then
+elseif name == 'pop' or name == 'pop.first' then
   run_module('pop')
   run_module('jobdata')
   run_module('stats')

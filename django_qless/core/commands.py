@@ -56,12 +56,17 @@ def put(
     if priority is not None:
         args += ["priority", check.number(priority, "priority")]
     if tags is not None:
-        args += ["tags", json.dumps(check.labels(tags, "tag"))]
+        args += ["tags", _json_list(check.labels(tags, "tag"))]
     if retries is not None:
         args += ["retries", check.integer(retries, "retries", minimum=0)]
     if depends is not None:
-        args += ["depends", json.dumps(check.jids(depends))]
+        args += ["depends", _json_list(check.jids(depends))]
     return Command("requeue" if requeue else "put", tuple(args))
+
+
+def _json_list(items: list[str]) -> str:
+    """`json.dumps(items)`; most puts have no tags or dependencies, spelled out here."""
+    return json.dumps(items) if items else "[]"
 
 
 #: What blocks a `put_if_absent`: a job of that jid in any state ("any"), or in any state
@@ -80,6 +85,14 @@ def put_if_absent(policy: str, *args: Any, **options: Any) -> Command:
 def pop(queue: str, worker: str, count: int = 1) -> Command:
     """Lease up to `count` jobs of `queue` to `worker`."""
     return Command("pop", (queue, worker, count))
+
+
+def pop_first(queues: Sequence[str], worker: str, count: int = 1) -> Command:
+    """Lease up to `count` jobs of the first of `queues` (in order) that hands any out: one
+    `pop` (plain) for one queue, else `pop.first` (a django_qless extension)."""
+    if len(queues) == 1:
+        return pop(queues[0], worker, count)
+    return Command("pop.first", (worker, count, *queues))
 
 
 def complete(

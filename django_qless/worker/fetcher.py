@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -147,8 +148,8 @@ class Fetcher:
         """Send the completion and the pops topping the held jobs up, without waiting."""
         calls = [self._completion(job)]
         replies = [Reply(partial(self._answered, job, duration), deferred=True)]
-        for queue, count in self._asks(self._extra(self.jobs_run + 2, in_hand - 1)):
-            pop, receive = self.held.ask(queue, count)
+        for queues, count in self._asks(self._extra(self.jobs_run + 2, in_hand - 1)):
+            pop, receive = self.held.ask(queues, count)
             calls.append(pop)
             replies.append(receive)
         self.batch.send(calls, replies)
@@ -156,16 +157,16 @@ class Fetcher:
     def _complete_and_pop(self, job: Job, duration: float) -> Outcome:
         """Complete and pop in one round trip, waiting for both answers."""
         asks = self._asks(1 + self._extra(self.jobs_run + 2, 0))
-        pops = [commands.pop(queue.name, self.name, count) for queue, count in asks]
+        pops = [commands.pop_first(names(queues), self.name, count) for queues, count in asks]
         try:
             completed, *popped = self.batch.call_many([self._completion(job), *pops])
         except ScriptNotLoadedError:
             self.settle()
             return self._complete_alone(job, duration)  # loads the script again
-        for (queue, _), reply in zip(asks, popped, strict=True):
+        for (queues, _), reply in zip(asks, popped, strict=True):
             if isinstance(reply, Exception):
-                logger.warning("qless worker %s: pop from %s failed: %s", self.name, queue.name,
-                               reply)
+                logger.warning("qless worker %s: pop from %s failed: %s", self.name,
+                               ", ".join(names(queues)), reply)
             else:
                 self.held.hold(self.client.jobs_from_json(reply))
         if not self.held.held:
@@ -236,30 +237,37 @@ class Fetcher:
             extra = min(extra, self.options.max_jobs - number - in_hand)
         return max(extra, 0)
 
-    def _asks(self, count: int) -> list[tuple[Queue, int]]:
-        """The pops that ask for `count` jobs: one from the first queue when `ordered`; else
-        one job per queue in turn (round-robin moves on at once, as if each gave one)."""
+    def _asks(self, count: int) -> list[tuple[Sequence[Queue], int]]:
+        """The pops that ask for `count` jobs: all from the first queue with jobs when
+        `ordered`; else one job at a time, each from the first queue with jobs in a round
+        starting one further (round-robin moves on at once, as if each gave one)."""
         if count <= 0 or not self.lease_guard.safe:
             return []
-        order = self.order.round()
         if self.options.strategy == "ordered":
-            return [(order[0], count)]
+            return [(self.order.round(), count)]
         asks = []
-        for number in range(count):
-            queue = order[number % len(order)]
-            self.order.served(queue)
-            asks.append((queue, 1))
+        for _ in range(count):
+            order = self.order.round()
+            self.order.served(order[0])
+            asks.append((order, 1))
         return asks
 
     def _pop(self) -> Job | None:
-        """The next job from the first queue (in strategy order) that has one."""
+        """The next job from the first queue (in strategy order) that has one: one call
+        for any number of queues (`pop.first`)."""
         count = 1
         if self.options.strategy == "ordered":  # other orders take one job per queue in turn
             count += self._extra(self.jobs_run + 1, 0)
-        for queue in self.order.round():
-            jobs = queue.pop(count)
-            if jobs:
-                self.order.served(queue)
-                self.held.hold(jobs[1:])
-                return jobs[0]
-        return None
+        order = self.order.round()
+        command = commands.pop_first(names(order), self.name, count)
+        jobs = self.client.jobs_from_json(self.client.run(command))
+        if not jobs:
+            return None
+        self.order.served(next(q for q in order if q.name == jobs[0].queue_name))
+        self.held.hold(jobs[1:])
+        return jobs[0]
+
+
+def names(queues: Sequence[Queue]) -> list[str]:
+    """The names of queues, in order."""
+    return [queue.name for queue in queues]

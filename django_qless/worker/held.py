@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,20 +76,22 @@ class HeldJobs:
         with self.lock:
             return len(self.held) + self.asked
 
-    def ask(self, queue: Queue, count: int) -> tuple[Command, Reply]:
-        """A pop of `count` jobs to send, and where its reply goes (into the held jobs)."""
+    def ask(self, queues: Sequence[Queue], count: int) -> tuple[Command, Reply]:
+        """A pop of `count` jobs from the first of `queues` that has any, to send, and where
+        its reply goes (into the held jobs)."""
 
         def receive(value: Any) -> None:
             self.asked -= count
             if isinstance(value, BaseException):
                 logger.warning("qless worker %s: pop from %s failed: %s",
-                               self.client.worker_name, queue.name, value)
+                               self.client.worker_name, ", ".join(q.name for q in queues), value)
                 return
             self.hold(self.client.jobs_from_json(value))
 
         with self.lock:
             self.asked += count
-        return commands.pop(queue.name, self.client.worker_name, count), Reply(receive)
+        names = [queue.name for queue in queues]
+        return commands.pop_first(names, self.client.worker_name, count), Reply(receive)
 
     def hold(self, jobs: list[Job]) -> None:
         """Keep popped jobs to start later, in the order given."""

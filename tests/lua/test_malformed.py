@@ -248,6 +248,13 @@ CASES: list[Case] = [
     case("put-ifabsent-jid-empty", "put.ifabsent", "any", "client", "q", "", "K", "{}", 0),
     case("put-ifabsent-existing-bad-delay", "put.ifabsent", "any", "client", "q", "wait", "K",
          "{}", "soon"),
+    # pop.first (extension): every argument checked before the first queue is popped
+    case("pop-first-worker-missing", "pop.first"),
+    case("pop-first-worker-empty", "pop.first", "", 1, "q"),
+    case("pop-first-count-missing", "pop.first", "w1"),
+    case("pop-first-count-string", "pop.first", "w1", "many", "q"),
+    case("pop-first-no-queue", "pop.first", "w1", 1),
+    case("pop-first-later-queue-empty", "pop.first", "w1", 1, "q", ""),
     *EMPTY_IDENTIFIER_CASES,
 ]
 

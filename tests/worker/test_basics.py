@@ -157,3 +157,26 @@ def test_a_flushed_script_is_loaded_again(qless: Client, put: Callable[..., str]
     jids = [put("worker.flush_scripts"), put("worker.noop"), put("worker.noop")]
     run_worker("q")
     assert [job_state(qless, jid) for jid in jids] == ["complete"] * 3
+
+
+def test_a_worker_on_many_queues_pops_in_one_call_whatever_the_empty_ones(
+    put: Callable[..., str], run_worker: Callable[..., Worker], ledger: Ledger,
+    redis_client: redis.Redis,
+) -> None:
+    queues = [f"q{n:02d}" for n in range(40)]
+
+    def script_calls() -> int:
+        stats = redis_client.info("commandstats")
+        return int(stats["cmdstat_evalsha"]["calls"]) if "cmdstat_evalsha" in stats else 0
+
+    redis_client.config_resetstat()
+    run_worker(*queues, strategy="ordered")  # nothing to do: start-up and one empty pop
+    idle = script_calls()
+    for n in range(6):
+        put("worker.mark", f"late{n}", queue=queues[-1])  # only the last queue has jobs
+    put("worker.mark", "early", queue=queues[20])
+    redis_client.config_resetstat()
+    run_worker(*queues, strategy="ordered")
+    assert [entry["tag"] for entry in ledger()] == ["early", *(f"late{n}" for n in range(6))]
+    # A pop and a completion per job: not a pop per queue tried (40 per job before).
+    assert script_calls() - idle <= 2 * 7, (idle, script_calls())

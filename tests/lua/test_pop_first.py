@@ -1,0 +1,64 @@
+"""pop.first, the extension pop over several queues: the first that hands jobs out wins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.lua.helpers import T0, expect_error, get, listish, pop, put
+
+
+def pop_first(lua: Any, now: float, *queues: str, count: int = 1) -> list[Any]:
+    """Call pop.first for worker w1 and decode the jobs."""
+    return listish(lua.json("pop.first", now, "w1", count, *queues))
+
+
+def test_pops_from_the_first_queue_in_the_order_given_that_has_jobs(lua):
+    put(lua, T0, "b1", "b")
+    put(lua, T0 + 0.5, "b2", "b")
+    put(lua, T0, "c1", "c")
+    jobs = pop_first(lua, T0 + 1, "a", "b", "c", count=5)
+    assert [(job["jid"], job["queue"], job["worker"]) for job in jobs] == [
+        ("b1", "b", "w1"), ("b2", "b", "w1")]
+    assert get(lua, "b1")["state"] == "running" and get(lua, "c1")["state"] == "waiting"
+    assert [job["jid"] for job in pop_first(lua, T0 + 2, "a", "b", "c")] == ["c1"]
+    assert pop_first(lua, T0 + 3, "a", "b", "c") == []
+
+
+def test_a_job_popped_this_way_is_exactly_what_pop_would_give(lua, redis_client):
+    put(lua, T0, "j1", "b")
+    put(lua, T0, "j2", "b")
+    (first,) = pop_first(lua, T0 + 1, "a", "b")
+    (second,) = pop(lua, T0 + 1, "b", "w1")
+    for job in (first, second):
+        del job["jid"], job["history"]
+    assert first == second
+    assert redis_client.zscore("ql:workers", "w1") is not None
+
+
+def test_paused_queues_and_concurrency_caps_are_skipped_like_pop(lua):
+    put(lua, T0, "a1", "a")
+    put(lua, T0, "b1", "b")
+    lua("pause", T0, "a")
+    assert [job["jid"] for job in pop_first(lua, T0 + 1, "a", "b")] == ["b1"]
+    lua("unpause", T0, "a")
+    lua("config.set", T0, "a-max-concurrency", 1)
+    put(lua, T0 + 0.5, "a2", "a")
+    assert [job["jid"] for job in pop_first(lua, T0 + 2, "a", "b", count=5)] == ["a1"]
+    assert pop_first(lua, T0 + 3, "a", "b") == []  # a is at its cap, b is empty
+
+
+def test_due_scheduled_jobs_are_released_as_pop_does(lua):
+    put(lua, T0, "later", "a", delay=10)
+    assert pop_first(lua, T0 + 5, "a") == []
+    assert [job["jid"] for job in pop_first(lua, T0 + 11, "a")] == ["later"]
+
+
+def test_bad_arguments_are_refused_before_any_queue_is_popped(lua, keyspace):
+    put(lua, T0, "j1", "q")
+    before = keyspace()
+    expect_error(lua, r'Pop\.first\(\): Arg "queue" missing or empty', "pop.first", T0,
+                 "w1", 1, "q", "")
+    expect_error(lua, r'Pop\.first\(\): Arg "queue" missing', "pop.first", T0, "w1", 1)
+    expect_error(lua, r'Pop\.first\(\): Arg "count" missing or not a number: many',
+                 "pop.first", T0, "w1", "many", "q")
+    assert keyspace() == before
