@@ -38,6 +38,10 @@ class CronSlots:
         if now < self._next:
             return
         self._next = now + self.interval
+        self.run()
+
+    def run(self) -> None:
+        """Put the due slot jobs now (logged, never raised)."""
         try:
             for outcome in self.store.create_due():
                 if outcome.created:

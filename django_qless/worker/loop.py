@@ -70,11 +70,13 @@ class Worker:
             lambda: (self.outcomes[Outcome.COMPLETED.value], self.outcomes[Outcome.FAILED.value]),
             self.fetcher.tally, shown_settings(options), self.fetcher.klass_outcomes,
         )
+        #: Puts the due slot jobs of cron schedules (from the monitor thread, see `run_once`).
+        self.crons = CronSlots(self.client)
         self.monitor = Monitor(
             self.client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
             waker=self.waker, fetcher=self.fetcher, presence=self.presence,
-            crons=CronSlots(self.client),
+            crons=self.crons,
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, reporter)
         #: The event loop of `async def` jobs, one for the worker's life.
@@ -137,6 +139,9 @@ class Worker:
 
     def run_once(self) -> bool:
         """Fetch one job, run it and report it; False when every queue was empty."""
+        if not self.monitor.is_alive():
+            # Called on its own (tests, embedding): no monitor thread puts cron slots.
+            self.crons.run()
         job = self.fetcher.next_job()
         if job is None:
             return False
