@@ -7,6 +7,7 @@ from django.http import HttpResponse
 
 from ... import models
 from ...core.config import NUMERIC_KEYS
+from ...core.server_info import read_server_info
 from .. import audit
 from ..config_help import config_rows
 from ..feedback import form_errors
@@ -20,11 +21,12 @@ KNOWN_KEYS = ("application", *NUMERIC_KEYS)
 def config_page(
     ctx: PageContext, form: ConfigForm | None = None, status: int = 200
 ) -> HttpResponse:
-    """Every config value (defaults included) and a form to set one."""
+    """Every config value (defaults included), a form to set one, and the Redis server."""
     context = {
         "rows": config_rows(ctx.client.config.as_text(), ctx.client.config.overridden()),
         "form": form or ConfigForm(),
         "known_keys": KNOWN_KEYS,
+        "redis_info": read_server_info(ctx.client),
     }
     return ctx.render("config.html", context, title="Config", section="config", status=status)
 
