@@ -178,3 +178,23 @@ def test_signing_out_stops_the_updates_with_a_message(
         "document.querySelector('.qless-live-state').textContent.includes('signed out')",
         timeout=15_000)
     assert "Reload the page" in status.inner_text()
+
+
+def test_a_running_job_page_follows_the_job_until_it_completes(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+) -> None:
+    make_user("ops", perms=ALL_PERMS)
+    jid = qless.queue("jobs").put("app.jobs.one", {"args": [], "kwargs": {}})
+    (job,) = qless.queue("jobs").pop()
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    page.goto(base + url("job", jid=jid))
+    page.evaluate("window.qlessNotReloaded = true")
+    state = page.locator(".qless-card h2 .qless-state")
+    assert state.inner_text() == "running"
+    job.complete()
+    page.wait_for_function(
+        "document.querySelector('.qless-card h2 .qless-state').textContent == 'complete'",
+        timeout=15_000)
+    assert "no longer changes" in page.locator(".qless-live-state").inner_text()
+    assert page.evaluate("window.qlessNotReloaded") is True

@@ -133,7 +133,7 @@
       redirect: "manual"
     }).then(function (response) {
       if (response.type === "opaqueredirect") {
-        throw new Error("you are signed out");
+        throw new Error("you are signed out, or the page moved");
       }
       if (!response.ok) {
         throw new Error(response.status === 403 ? "no permission" : "the server answered " + response.status);
@@ -148,6 +148,11 @@
       region.removeAttribute("aria-busy");
       if (!stopped && !isPaused() && !userBusy()) {
         swap(fresh);
+        if (!fresh.hasAttribute("data-qless-live")) {
+          /* The page no longer changes (a job that completed): no more rounds. */
+          stopped = true;
+          state.textContent = "Live updates ended: this page no longer changes.";
+        }
       }
       schedule();
     }).catch(function (error) {
