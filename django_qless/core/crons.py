@@ -4,9 +4,9 @@ qless repeats recurring templates by interval, so a cron schedule cannot be one.
 cron schedule is a hash of django_qless's own (`keys.cron_schedule`): its definition, a
 digest of it, and the last slot handled; the index `keys.CRON_INDEX` scores each name by
 its next slot. Whoever looks first (a worker's monitor tick, a `qless_recur` run, the
-admin) puts each due slot's job with `put.ifabsent` under a jid derived from the
-schedule and the slot, delayed to the slot's instant: any number of writers create it
-once, and it is never runnable early. The last slot only moves forward: it is written in
+admin's Run now) puts each due slot's job with `put.ifabsent` under a jid derived from
+the schedule, the slot and the definition, delayed to the slot's instant: any number of
+writers create it once, and it is never runnable early. The last slot only moves forward: it is written in
 a transaction under WATCH of the hash, so a writer that was beaten reads again.
 """
 
