@@ -38,6 +38,7 @@ class QueueRow:
     last_minute: int
     waiting: int
     per_minute: tuple[int, ...]
+    run_ms: int = 0
 
     @property
     def spark(self) -> str:
@@ -59,6 +60,11 @@ class QueueRow:
         """Percent of the hour's finished jobs that failed (for good or retried)."""
         return rate(self.completed, self.failed + self.retried)
 
+    @property
+    def average_run(self) -> float | None:
+        """Seconds the hour's finished jobs ran on average; None when none finished."""
+        return self.run_ms / self.finished / 1000 if self.finished else None
+
 
 @dataclass(frozen=True)
 class MinuteFigures:
@@ -69,6 +75,8 @@ class MinuteFigures:
     retried: int
     failed: int
     depths: tuple[int | None, ...]
+    #: Seconds the minute's finished jobs ran on average; None when none finished.
+    average_run: float | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,7 @@ class LiveOverview:
     totals: Totals
     throughput: Chart
     failure_rate: Chart
+    run_time: Chart
     depth: Chart
     has_throughput: bool
     has_depth: bool
@@ -167,6 +176,7 @@ def build(history: History, queues: Sequence[QueueCounts], queue: str | None) ->
         f"Failure rate per minute over the last hour, {where}",
         [("rate", "failed or retried, % of finished", rates)], labels, unit="%", ceiling=100,
     )
+    run_time = run_time_chart(minutes, slots, queue, labels, where)
     depth = line_chart(
         f"Jobs in each state, sampled once a minute over the last hour, {where}",
         [(state, state, [minute.depth(state, queue) for minute in minutes])
@@ -177,11 +187,25 @@ def build(history: History, queues: Sequence[QueueCounts], queue: str | None) ->
         queue=queue,
         queues=tuple(sorted({q.name for q in queues} | set(history.queues()))),
         totals=totals(slots),
-        throughput=throughput, failure_rate=failure_rate, depth=depth,
+        throughput=throughput, failure_rate=failure_rate, run_time=run_time, depth=depth,
         has_throughput=any(sum(slot.values()) for slot in slots),
         has_depth=any(minute.depths for minute in minutes),
         rows=tuple(rows[:QUEUE_ROWS]), rows_total=len(rows),
         figures=figures(minutes, slots, queue),
+    )
+
+
+def run_time_chart(minutes: Sequence[Minute], slots: Sequence[dict[str, int]],
+                   queue: str | None, labels: dict[int, str], where: str) -> Chart:
+    """Average run time of the jobs finished each minute, in ms or, when longer, seconds."""
+    averages = [minute.ran_ms(queue) / sum(slot.values()) if sum(slot.values()) else None
+                for minute, slot in zip(minutes, slots, strict=True)]
+    longest = max((average for average in averages if average is not None), default=0.0)
+    unit, scale = (" ms", 1.0) if longest < 1000 else (" s", 1000.0)
+    return line_chart(
+        f"Average run time of the jobs finished each minute over the last hour, {where}",
+        [("run", "average run time", [None if average is None else average / scale
+                                      for average in averages])], labels, unit=unit,
     )
 
 
@@ -207,7 +231,10 @@ def queue_rows(history: History, queues: Sequence[QueueCounts]) -> list[QueueRow
     count = len(history.minutes)
     hour: dict[str, dict[str, int]] = {name: {} for name in waiting}
     per_minute: dict[str, list[int]] = {name: [0] * count for name in waiting}
+    run_ms: dict[str, int] = {}
     for index, minute in enumerate(history.minutes):  # one pass over what was read
+        for name, ran in minute.run_ms.items():
+            run_ms[name] = run_ms.get(name, 0) + ran
         for name, by_outcome in minute.finished.items():
             totals = hour.setdefault(name, {})
             for outcome, jobs in by_outcome.items():
@@ -222,6 +249,7 @@ def queue_rows(history: History, queues: Sequence[QueueCounts]) -> list[QueueRow
             retried=totals.get("retried", 0),
             last_minute=per_minute[name][-2] if count > 1 else 0,
             waiting=waiting.get(name, 0), per_minute=tuple(per_minute[name]),
+            run_ms=run_ms.get(name, 0),
         )
         for name, totals in hour.items()
     ]
@@ -235,7 +263,10 @@ def figures(minutes: Sequence[Minute], slots: Sequence[dict[str, int]], queue: s
     found = []
     for minute, slot in zip(minutes, slots, strict=True):
         depths = tuple(minute.depth(state, queue) for state in DEPTH_STATES)
-        if sum(slot.values()) or minute.depths is not None:
-            found.append(MinuteFigures(clock_time(minute), slot["completed"], slot["retried"],
-                                       slot["failed"], depths))
+        jobs = sum(slot.values())
+        if jobs or minute.depths is not None:
+            found.append(MinuteFigures(
+                clock_time(minute), slot["completed"], slot["retried"], slot["failed"], depths,
+                minute.ran_ms(queue) / jobs / 1000 if jobs else None,
+            ))
     return tuple(reversed(found))

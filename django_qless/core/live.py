@@ -4,9 +4,10 @@ Two keys of django_qless's own per epoch minute (`int(now // 60)`), both expirin
 `KEEP` seconds, so nothing has to prune them and reading the hour is one pipeline of a
 fixed size (no SCAN, nothing per job):
 
-- `keys.throughput(minute)`: hash `<outcome>:<queue>` -> jobs. Each `qless_worker` process
-  counts its outcomes in memory and adds them every few seconds (`add_throughput`), in the
-  round trip that publishes its presence.
+- `keys.throughput(minute)`: hash `<outcome>:<queue>` -> jobs, and `ms:<queue>` ->
+  milliseconds those jobs ran. Each `qless_worker` process counts its outcomes in memory
+  and adds them every few seconds (`add_throughput`), in the round trip that publishes its
+  presence.
 - `keys.depth(minute)`: JSON `{queue: [waiting, scheduled, running, stalled, depends]}`,
   sampled once a minute per Redis. A worker claims the minute (`claim_depth`, SET NX) in
   that same round trip and, when it won, fills the sample in; whoever reads the hour
@@ -36,6 +37,8 @@ MINUTES = 60
 KEEP = (MINUTES + 5) * 60
 #: Outcomes counted: a job completed, failed for good, or failed and put back for a retry.
 OUTCOMES = ("completed", "failed", "retried")
+#: The field prefix of the milliseconds the jobs finished in a minute ran, by queue.
+RUN_MS = "ms"
 #: The counts of a depth sample, in the order each queue's list holds them.
 DEPTH_STATES = ("waiting", "scheduled", "running", "stalled", "depends")
 #: What a claimed depth sample holds until its claimer fills it in.
@@ -49,7 +52,8 @@ def minute_of(now: float) -> int:
 
 def add_throughput(pipe: redis.client.Pipeline, counts: Mapping[tuple[str, str], int],
                    now: float) -> None:
-    """Queue on `pipe` the increments of `counts` ((queue, outcome) -> jobs) for `now`'s minute."""
+    """Queue on `pipe` the increments of `counts` ((queue, outcome) -> jobs, (queue, `RUN_MS`)
+    -> milliseconds) for `now`'s minute."""
     key = keys.throughput(minute_of(now))
     added = False
     for (queue, outcome), jobs in counts.items():
@@ -93,6 +97,8 @@ class Minute:
     minute: int
     finished: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     depths: Mapping[str, Depth] | None = None
+    #: Milliseconds the jobs finished in this minute ran, by queue.
+    run_ms: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def start(self) -> float:
@@ -104,6 +110,12 @@ class Minute:
         if queue is not None:
             return self.finished.get(queue, {}).get(outcome, 0)
         return self.finished_in_all.get(outcome, 0)
+
+    def ran_ms(self, queue: str | None = None) -> int:
+        """Milliseconds the jobs finished in this minute ran, in one queue or all."""
+        if queue is not None:
+            return self.run_ms.get(queue, 0)
+        return sum(self.run_ms.values())
 
     def depth(self, state: str, queue: str | None = None) -> int | None:
         """Jobs in `state` when sampled, in one queue or all; None without a sample."""
@@ -166,28 +178,35 @@ def read_history(client: Client, now: float,
     if offer is not None:
         replies = replies[1:]
     hashes, samples = replies[:MINUTES], replies[MINUTES:]
-    return History(tuple(
-        Minute(number, parse_throughput(raw), parse_depth(sample))
-        for number, raw, sample in zip(numbers, hashes, samples, strict=True)
-    ))
+    minutes = []
+    for number, raw, sample in zip(numbers, hashes, samples, strict=True):
+        finished, run_ms = parse_throughput(raw)
+        minutes.append(Minute(number, finished, parse_depth(sample), run_ms))
+    return History(tuple(minutes))
 
 
-def parse_throughput(raw: Mapping[Any, Any]) -> dict[str, dict[str, int]]:
-    """A throughput hash as queue -> outcome -> jobs; fields not understood are skipped."""
+def parse_throughput(raw: Mapping[Any, Any]
+                     ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """A throughput hash as queue -> outcome -> jobs, and queue -> milliseconds run; fields
+    not understood are skipped."""
     finished: dict[str, dict[str, int]] = {}
+    run_ms: dict[str, int] = {}
     for name, value in raw.items():
         outcome, _, queue = (name.decode() if isinstance(name, bytes) else name).partition(":")
-        if outcome not in OUTCOMES or not queue:
+        if not queue:
             continue
         try:
-            jobs = int(value)  # int() takes bytes and str alike
+            number = int(value)  # int() takes bytes and str alike
         except ValueError:
             continue
-        by_outcome = finished.get(queue)
-        if by_outcome is None:
-            by_outcome = finished[queue] = {}
-        by_outcome[outcome] = jobs
-    return finished
+        if outcome == RUN_MS:
+            run_ms[queue] = number
+        elif outcome in OUTCOMES:
+            by_outcome = finished.get(queue)
+            if by_outcome is None:
+                by_outcome = finished[queue] = {}
+            by_outcome[outcome] = number
+    return finished, run_ms
 
 
 def parse_depth(sample: Any) -> dict[str, Depth] | None:

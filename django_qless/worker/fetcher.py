@@ -92,7 +92,7 @@ class Fetcher:
         if outcome is Outcome.SUCCEEDED:
             self._complete(job, duration)
         else:
-            self._count(job, outcome)
+            self._count(job, outcome, duration)
         # The job's own run time: a slow link to Redis must not turn popping ahead off.
         self.durations.observe(duration)
         self.jobs_run += 1
@@ -133,16 +133,16 @@ class Fetcher:
         """
         if self.stop.requested:
             self.settle()
-            self._count(job, self._complete_alone(job, duration))
+            self._count(job, self._complete_alone(job, duration), duration)
             return
         try:
             in_hand = self.held.in_hand()
             if in_hand:
                 self._send_ahead(job, duration, in_hand)
             else:
-                self._count(job, self._complete_and_pop(job, duration))
+                self._count(job, self._complete_and_pop(job, duration), duration)
         except redis.RedisError as exc:
-            self._count(job, self.reporter.completed(job, duration, exc))
+            self._count(job, self.reporter.completed(job, duration, exc), duration)
 
     def _send_ahead(self, job: Job, duration: float, in_hand: int) -> None:
         """Send the completion and the pops topping the held jobs up, without waiting."""
@@ -192,7 +192,7 @@ class Fetcher:
         except Exception:
             logger.exception("qless worker %s: could not report job %s", self.name, job.jid)
             outcome = Outcome.UNREPORTED
-        self._count(job, outcome)
+        self._count(job, outcome, duration)
 
     def _report(self, job: Job, duration: float, answer: Any) -> Outcome:
         """What qless's answer to a completion makes of the job (its new state, or an error)."""
@@ -205,11 +205,12 @@ class Fetcher:
         """The `complete` of a job that succeeded, its data unchanged."""
         return commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
 
-    def _count(self, job: Job, outcome: Outcome) -> None:
-        """Count one outcome, in all, by klass and by queue (for the live overview)."""
+    def _count(self, job: Job, outcome: Outcome, duration: float = 0.0) -> None:
+        """Count one outcome, in all, by klass and by queue with its run time (for the live
+        overview)."""
         self.outcomes[outcome.value] += 1
         self.klass_outcomes[job.klass, outcome.value] += 1
-        self.tally.count(job.queue_name, outcome.value)
+        self.tally.count(job.queue_name, outcome.value, duration)
 
     # Popping.
 

@@ -12,22 +12,24 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from ..core.live import OUTCOMES
+from ..core.live import OUTCOMES, RUN_MS
 
 
 class Tally:
-    """Outcomes not yet added to Redis: (queue, outcome) -> jobs; thread-safe."""
+    """Outcomes not yet added to Redis: (queue, outcome) -> jobs, and (queue, `RUN_MS`) ->
+    milliseconds those jobs ran; thread-safe."""
 
     def __init__(self) -> None:
         self._counts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
 
-    def count(self, queue: str, outcome: str) -> None:
-        """One job of `queue` ended with `outcome` (outcomes the overview does not show are
-        ignored)."""
+    def count(self, queue: str, outcome: str, duration: float = 0.0) -> None:
+        """One job of `queue` ended with `outcome` after running `duration` seconds
+        (outcomes the overview does not show are ignored)."""
         if outcome in OUTCOMES:
             with self._lock:
                 self._counts[queue, outcome] += 1
+                self._counts[queue, RUN_MS] += round(duration * 1000)
 
     def take(self) -> Counter[tuple[str, str]]:
         """Everything counted since the last take, leaving nothing behind."""

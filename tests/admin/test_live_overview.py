@@ -64,6 +64,18 @@ def test_throughput_and_failure_rate_are_drawn_with_totals(
     assert "21.4%" in page  # mail: 3 of 14
 
 
+def test_the_average_run_time_is_drawn_per_minute_and_per_queue(
+    qless: Client, viewer: HttpClient
+) -> None:
+    finished(qless, {("mail", "completed"): 4, ("mail", "ms"): 2000}, minutes_ago=2)
+    finished(qless, {("mail", "completed"): 1, ("mail", "ms"): 100}, minutes_ago=1)
+    page = viewer.get(url("overview")).content.decode()
+    assert 'aria-label="Average run time of the jobs finished each minute' in page
+    run_chart = page.split('id="qless-run-time-summary"')[0].rsplit("<svg", 1)[1]
+    assert ">500 ms<" in run_chart and "qless-series-run" in run_chart  # axis up to 500 ms
+    assert ">420 ms<" in page  # mail: 2,100 ms over 5 jobs
+
+
 def test_a_queue_can_be_chosen_and_an_unknown_one_is_ignored(
     qless: Client, viewer: HttpClient
 ) -> None:

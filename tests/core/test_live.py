@@ -33,6 +33,7 @@ def test_throughput_adds_up_by_minute_queue_and_outcome(client: Client) -> None:
     add(client, {("q", "completed"): 3, ("q", "failed"): 1}, NOW)
     add(client, {("q", "completed"): 2, ("other", "retried"): 4}, NOW + 10)
     add(client, {("q", "completed"): 7}, NOW - 60)
+    add(client, {("q", "ms"): 1500, ("other", "ms"): 20}, NOW)
     history = read_history(client, NOW)
     assert len(history.minutes) == MINUTES
     current, previous = history.minutes[-1], history.minutes[-2]
@@ -40,6 +41,7 @@ def test_throughput_adds_up_by_minute_queue_and_outcome(client: Client) -> None:
     assert current.jobs("completed", "q") == 5 and current.jobs("failed", "q") == 1
     assert current.jobs("retried") == 4 and current.jobs("completed") == 5
     assert previous.jobs("completed") == 7
+    assert current.ran_ms("q") == 1500 and current.ran_ms() == 1520 and previous.ran_ms() == 0
     assert history.queues() == ["other", "q"]
     assert 0 < client.redis.ttl(keys.throughput(minute_of(NOW))) <= KEEP
 

@@ -55,6 +55,16 @@ def test_process_isolation_counts_in_the_parent(
     assert totals(qless) == {("q", "completed"): 1, ("q", "failed"): 1}
 
 
+def test_the_run_time_of_finished_jobs_is_added(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker]
+) -> None:
+    put("worker.sleep", 0.3)
+    put("worker.noop")
+    run_worker("q")
+    ran = sum(minute.ran_ms("q") for minute in read_history(qless, time.time()).minutes)
+    assert 300 <= ran < 1500
+
+
 def test_each_process_of_a_supervised_worker_adds_its_own(
     qless: Client, put: Callable[..., str], spawn: Callable[..., WorkerProcess]
 ) -> None:
@@ -86,6 +96,6 @@ def test_counts_survive_a_failed_publication(
 ) -> None:
     unreachable = Client(redis.Redis(port=1, socket_connect_timeout=0.2), worker_name="w")
     tally = Tally()
-    tally.count("q", "failed")
+    tally.count("q", "failed", 0.25)
     reporter(unreachable, tally).maybe_publish()  # logged, not raised
-    assert tally.take() == {("q", "failed"): 1}  # kept for the next publication
+    assert tally.take() == {("q", "failed"): 1, ("q", "ms"): 250}  # kept for the next one
