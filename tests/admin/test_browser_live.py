@@ -23,11 +23,12 @@ ROUND = 7.0
 HOUR_COMPLETED = '[data-qless-stat="hour-completed"]'
 
 
-def finished(qless: Client, queue: str, completed: int, failed: int, at: float) -> None:
+def finished(qless: Client, queue: str, completed: int, failed: int, at: float,
+             retried: int = 0, run_ms: int = 0) -> None:
     """Throughput as a worker adds it."""
     pipe = qless.redis.pipeline()
-    add_throughput(pipe, Counter({(queue, "completed"): completed, (queue, "failed"): failed}),
-                   at)
+    add_throughput(pipe, Counter({(queue, "completed"): completed, (queue, "failed"): failed,
+                                  (queue, "retried"): retried, (queue, "ms"): run_ms}), at)
     pipe.execute()
 
 
@@ -41,8 +42,12 @@ def plant_half_an_hour(qless: Client) -> None:
     now = qless.now()
     for back in range(1, 31):
         at = now - 60 * back
-        finished(qless, "mail", 20 + (back * 7) % 15, back % 4, at)
-        finished(qless, "video", 5 + back % 6, 1 if back % 9 == 0 else 0, at)
+        mails = 20 + (back * 7) % 15
+        finished(qless, "mail", mails, back % 4 // 3, at, retried=back % 4,
+                 run_ms=mails * (120 + 5 * (back % 7)))
+        videos = 5 + back % 6
+        finished(qless, "video", videos, 1 if back % 9 == 0 else 0, at,
+                 run_ms=videos * (900 + 40 * (back % 5)))
         read_history(qless, at, offer=[
             QueueCounts("mail", waiting=40 + back, running=4, scheduled=10),
             QueueCounts("video", waiting=3 * back % 17, running=2, stalled=1 if back < 5 else 0),
@@ -82,14 +87,14 @@ def test_the_overview_charts_update_pause_and_stop_while_hidden(
     log_in(page, base)
     page.goto(base + url("overview"))
     charts = page.locator("svg.qless-timechart")
-    assert charts.count() == 3 and charts.first.is_visible()
+    assert charts.count() == 4 and charts.first.is_visible()
     assert page.locator("svg.qless-timechart rect.qless-series-completed").count() >= 30
     assert page.locator(".qless-by-queue svg.qless-spark").count() == 2
     page.evaluate("window.qlessNotReloaded = true")
 
     # A worker adds what it finished: the figure changes without a reload.
     before = shown(page, HOUR_COMPLETED)
-    finished(qless, "mail", 7, 0, qless.now())
+    finished(qless, "mail", 7, 0, qless.now(), run_ms=7 * 130)
     page.wait_for_function(f"document.querySelector('{HOUR_COMPLETED}').textContent == "
                            f"'{before + 7}'", timeout=15_000)
     assert page.evaluate("window.qlessNotReloaded") is True
