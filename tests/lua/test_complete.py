@@ -202,3 +202,25 @@ def test_complete_and_advance_reset_remaining(lua, redis_client, extra, state):
     assert redis_client.hget("ql:j:j1", "remaining") == "2"
     lua("complete", T0 + 1, "j1", "w1", "q", "{}", *extra)
     assert redis_client.hmget("ql:j:j1", "state", "remaining") == [state, "3"]
+
+
+def test_data_sent_back_unchanged_leaves_the_same_job_as_new_data(lua, redis_client):
+    # The worker sends a job's data back as it was; the script then neither decodes nor
+    # rewrites it. The job must end exactly as one completed with (equal) new data.
+    big = '{"blob": "' + "x" * 10_000 + '"}'
+    for jid in ("same", "other"):
+        put(lua, T0, jid, "q", data=big if jid == "same" else '{"a": 1}')
+    pop(lua, T0, "q", "w1", count=2)
+    assert lua("complete", T0 + 5, "same", "w1", "q", big) == "complete"
+    assert lua("complete", T0 + 5, "other", "w1", "q", big) == "complete"
+    same, other = redis_client.hgetall("ql:j:same"), redis_client.hgetall("ql:j:other")
+    assert same["data"] == other["data"] == big
+    assert {k: v for k, v in same.items() if k != "jid"} == {
+        k: v for k, v in other.items() if k != "jid"}
+
+
+def test_changed_data_is_still_checked_before_anything_is_written(lua, keyspace, running):
+    before = keyspace()
+    expect_error(lua, r'Complete\(\): Arg "data" missing or not JSON.*|.*Expected .* but found .*',
+                 "complete", T0 + 5, "j1", "w1", "q", "{nope")
+    assert keyspace() == before
