@@ -15,7 +15,7 @@ import inspect
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast
@@ -118,6 +118,9 @@ class JobDefinition(Generic[P, R]):
     #: Schedules from `@qless_job(recur=...)`; `manage.py qless_recur` writes them to Redis.
     recur: tuple[Schedule, ...] = field(default=(), compare=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
+    #: (fewest, most) positional arguments a call without keywords may pass, when that
+    #: alone decides whether it binds (None: ask `signature.bind`).
+    arity: tuple[int, float] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
@@ -169,6 +172,26 @@ class JobDefinition(Generic[P, R]):
         else:
             send()
         return submission.jid
+
+    def enqueue_many(
+        self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[str]:
+        """Many `enqueue`s in few round trips: `calls` are `(args, kwargs)` pairs.
+
+        Every call is checked before anything is written (a bad one raises its typed
+        error, noting its position, and nothing is enqueued); the puts then follow the
+        rules of `enqueue` (on commit, outbox, immediate mode, `unique`, signals). Returns
+        the jids in the order of `calls`. See `django_qless.bulk`.
+        """
+        from .bulk import enqueue_many  # noqa: PLC0415 - bulk imports this module's types
+
+        return enqueue_many(self, calls)
+
+    async def aenqueue_many(
+        self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[str]:
+        """`enqueue_many` from async code (thread-sensitive, as `aenqueue`)."""
+        return await sync_to_async(self.enqueue_many, thread_sensitive=True)(calls)
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
         """`enqueue` from async code, without blocking the event loop on Redis.
@@ -224,11 +247,7 @@ class JobDefinition(Generic[P, R]):
         self, settings: QlessSettings, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> Submission:
         """Check everything a put needs, so a bad call fails here and writes nothing."""
-        bound = [None, *args] if self.takes_job else list(args)
-        try:
-            self.signature.bind(*bound, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{self.name}.enqueue(): {exc}") from exc
+        self.check_call(args, kwargs)
         queue = self.queue or settings.default_queue
         connection = self.connection or alias_for_queue(queue)
         if connection not in settings.connections:
@@ -236,10 +255,9 @@ class JobDefinition(Generic[P, R]):
                 f"job {self.name!r} uses connection {connection!r}, "
                 f"not in QLESS['CONNECTIONS'] (configured: {', '.join(settings.connections)})"
             )
-        data = {"args": list(args), "kwargs": dict(kwargs)}
-        encoded = validation.encode_data(data, settings.max_payload_bytes)
+        encoded = self.encode_call(settings, args, kwargs)
         return Submission(
-            jid=self.jid or (call_jid(self.name, encoded) if self.unique else uuid.uuid4().hex),
+            jid=self.jid or self.new_jid(encoded),
             klass=self.name,
             queue=queue,
             connection=connection,
@@ -252,6 +270,30 @@ class JobDefinition(Generic[P, R]):
             tracked=self.tracked,
             unique=absent_policy(self.unique),
         )
+
+    def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """`TypeError` unless the function takes these arguments."""
+        arity = self.arity
+        given = len(args) + self.takes_job
+        # The usual call, positional arguments only, is checked by count: bind() costs more.
+        if kwargs or arity is None or not arity[0] <= given <= arity[1]:
+            bound = [None, *args] if self.takes_job else list(args)
+            try:
+                self.signature.bind(*bound, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{self.name}.enqueue(): {exc}") from exc
+
+    @staticmethod
+    def encode_call(
+        settings: QlessSettings, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> str:
+        """The job data of a call, checked (JSON, integers, payload size) and encoded."""
+        data = {"args": list(args), "kwargs": dict(kwargs)}
+        return validation.encode_data(data, settings.max_payload_bytes)
+
+    def new_jid(self, encoded: str) -> str:
+        """The jid of a call without a chosen one: random, or derived from it if unique."""
+        return call_jid(self.name, encoded) if self.unique else uuid.uuid4().hex
 
     def _defer(self, submission: Submission) -> bool:
         """Write the put to the outbox in this transaction; it goes to Redis on commit.
@@ -315,6 +357,8 @@ class JobDefinition(Generic[P, R]):
     def _send(self, signal: Any, submission: Submission, **kwargs: Any) -> None:
         """Send a job signal with the registered definition as sender (`signals.send`: a
         failing receiver is logged, never raised to the caller of enqueue)."""
+        if not signal.receivers:
+            return  # nobody listens (the logging receivers were disconnected): build nothing
         from .registry import registry  # noqa: PLC0415 - registry imports this module
 
         sender = registry.lookup(self.name) or self
@@ -393,6 +437,23 @@ def decode_payload(job: JobLike) -> tuple[list[Any], dict[str, Any]]:
     return args, kwargs
 
 
+def positional_arity(signature: inspect.Signature) -> tuple[int, float] | None:
+    """(fewest, most) positional arguments that bind when no keyword is given, or None
+    when a keyword-only parameter without a default makes every such call fail."""
+    fewest, most = 0, 0.0
+    for parameter in signature.parameters.values():
+        kind = parameter.kind
+        if kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            most += 1
+            if parameter.default is parameter.empty:
+                fewest += 1
+        elif kind is parameter.VAR_POSITIONAL:
+            most = math.inf
+        elif kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty:
+            return None
+    return fewest, most
+
+
 def absent_policy(unique: Unique) -> str | None:
     """The `put_if_absent` policy for a `unique` option (None: a plain put)."""
     if unique is False:
@@ -438,6 +499,7 @@ def normalise(defn: JobDefinition[Any, Any]) -> None:
         raise TypeError("retry_policy must be a RetryPolicy")
     put("recur", as_schedules(defn.recur))
     put("signature", inspect.signature(defn.func))
+    put("arity", positional_arity(defn.signature))
     if defn.takes_job and next(iter(defn.signature.parameters), None) != "job":
         raise TypeError("takes_job=True needs a first parameter named 'job'")
 

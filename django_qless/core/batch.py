@@ -213,14 +213,17 @@ def call_many(client: Client, commands: Sequence[Command]) -> list[Any]:
 _HEADS: dict[str, bytes] = {}
 
 
-def pack(sha: str, now: float, commands: Sequence[Command]) -> bytes:
-    """The RESP bytes of one `EVALSHA sha 0 name now *args` per command."""
+def pack(sha: str, now: float, commands: Sequence[Command], step: float = 0.0) -> bytes:
+    """The RESP bytes of one `EVALSHA sha 0 name now *args` per command; with `step`, the
+    i-th command's clock is `now + i * step`."""
     head = _HEADS.get(sha)
     if head is None:
         head = _HEADS[sha] = b"$7\r\nEVALSHA\r\n" + _bulk(sha.encode()) + b"$1\r\n0\r\n"
     stamp = _bulk(repr(float(now)).encode())
     parts: list[bytes] = []
-    for name, args in commands:
+    for index, (name, args) in enumerate(commands):
+        if step:
+            stamp = _bulk(repr(float(now + index * step)).encode())
         parts.append(b"*%d\r\n%s%s%s" % (len(args) + 5, head, _bulk(name.encode()), stamp))
         for value in args:
             data = value.encode() if type(value) is str else _arg(value)

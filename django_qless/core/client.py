@@ -8,12 +8,12 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import redis
 
-from . import commands, keys
+from . import commands, exchange, keys, put_many
 from . import validation as check
 from .commands import Command
 from .config import Config
@@ -97,16 +97,29 @@ class Client:
         A new job is first checked against Redis' memory (`QueueFullError`, nothing written).
         """
         if command.name == "put":  # a requeue moves a job that is already stored
-            self.memory.check(sum(len(arg) for arg in command.args if isinstance(arg, str)))
-        return str(self.run(command))
+            self.memory.check(sum([len(arg) for arg in command.args if type(arg) is str]))
+        return str(self.write(command))
 
     def put_if_absent(self, command: Command) -> PutOutcome:
         """Run a built `put_if_absent`; an existing job of that jid is left as it is.
 
         Checked against Redis' memory first, as a new job is (`QueueFullError`).
         """
-        self.memory.check(sum(len(arg) for arg in command.args if isinstance(arg, str)))
-        return PutOutcome.from_reply(self.run(command))
+        self.memory.check(sum([len(arg) for arg in command.args if type(arg) is str]))
+        return PutOutcome.from_reply(self.write(command))
+
+    def put_many(self, commands: Sequence[Command]) -> list[Any]:
+        """Run built `put`, `put_if_absent` and `track` commands in order, in few round
+        trips (`core.put_many`); their replies. `PartialPutError` if the script refused one.
+        """
+        return put_many.run(self, commands)
+
+    def write(self, command: Command) -> Any:
+        """`run` for the enqueue path: the lean round trip (`exchange`), unless puts are
+        followed by WAIT (`replica_ack`)."""
+        if self.replica_ack is not None:
+            return self.run(command)
+        return exchange.run(self, command)
 
     def encode(self, data: Mapping[str, Any]) -> str:
         """Encode job data, enforcing JSON and the payload limit."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 
 
@@ -97,3 +99,22 @@ class ReplicationError(QlessError):
         self.jid = jid
         self.acknowledged = acknowledged
         self.replicas = replicas
+
+
+class PartialPutError(QlessError):
+    """The script refused some commands of a bulk put; others were written.
+
+    `replies` has one entry per command sent (its reply, or the exception it raised);
+    commands after the refused round trip were not sent and have no entry.
+    """
+
+    def __init__(self, replies: list[Any], total: int) -> None:
+        self.replies = replies
+        self.errors = {i: reply for i, reply in enumerate(replies) if isinstance(reply, Exception)}
+        written = len(replies) - len(self.errors)
+        first = f" (first, #{min(self.errors)}: {self.errors[min(self.errors)]})" \
+            if self.errors else ""
+        super().__init__(
+            f"{len(self.errors)} of {total} commands were refused{first}; {written} were "
+            f"written, {total - len(replies)} not sent"
+        )

@@ -137,15 +137,24 @@ def offset(value: object, what: str = "offset") -> int:
     return integer(value, what, minimum=0)
 
 
+#: One encoder for every job: `json.dumps` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+
+
 def encode_data(data: object, max_bytes: int) -> str:
     """Encode job data as compact JSON, refusing anything that would not round-trip."""
     if not isinstance(data, Mapping):
         raise JobDataError(f"job data must be a JSON object (a dict), got {type(data).__name__}")
     _check_values(data)
     try:
-        encoded = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+        encoded = _ENCODER.encode(data)
     except (TypeError, ValueError) as exc:
         raise JobDataError(f"job data is not JSON-serialisable: {exc}") from exc
+    if encoded.isascii():  # the usual case: one byte per character, no surrogate
+        size = len(encoded)
+        if size > max_bytes:
+            raise PayloadTooLargeError(f"job data is {size} bytes, the limit is {max_bytes}")
+        return encoded
     try:
         size = len(encoded.encode("utf-8"))
     except UnicodeEncodeError as exc:

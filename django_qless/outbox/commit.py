@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import redis
 from django.db import IntegrityError, transaction
@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from ..conf import get_settings
 from ..core import QlessError
-from .delivery import SWEEP_POLICY, Delivery, deliver
+from .delivery import SWEEP_POLICY, Delivery, deliver, deliver_many
 from .models import OutboxEntry
 from .tables import ready
 
@@ -31,6 +31,19 @@ def defer(entry: OutboxEntry, using: str, announce: Announce) -> bool:
         return False
     store(entry, using)
     transaction.on_commit(functools.partial(put_after_commit, entry, using, announce),
+                          using=using)
+    return True
+
+
+def defer_many(entries: Sequence[OutboxEntry], using: str,
+               announces: Sequence[Announce]) -> bool:
+    """`defer` for the rows of one bulk enqueue: every row now, one on-commit put of all
+    (`announces[i]` for `entries[i]`); False, nothing written, without an outbox table."""
+    if not ready(using):
+        return False
+    for entry in entries:
+        store(entry, using)
+    transaction.on_commit(functools.partial(put_many_after_commit, entries, using, announces),
                           using=using)
     return True
 
@@ -78,3 +91,24 @@ def put_after_commit(entry: OutboxEntry, using: str, announce: Announce) -> None
         return
     if delivery.created:
         announce(delivery)
+
+
+def put_many_after_commit(entries: Sequence[OutboxEntry], using: str,
+                          announces: Sequence[Announce]) -> None:
+    """`put_after_commit` for the rows of one bulk enqueue, in few round trips."""
+    sweep_age = get_settings().outbox.sweep_age
+    try:
+        deliveries = deliver_many(entries, using,
+                                  [commit_policy(entry, sweep_age) for entry in entries])
+    except (redis.RedisError, QlessError) as exc:
+        logger.warning("qless outbox: %d jobs of %s not all put at commit (%s: %s); their rows "
+                       "stay for the sweep", len(entries), entries[0].klass,
+                       type(exc).__name__, exc)
+        return
+    except Exception:
+        logger.exception("qless outbox: %d jobs of %s not put at commit; their rows stay for "
+                         "the sweep", len(entries), entries[0].klass)
+        return
+    for delivery, announce in zip(deliveries, announces, strict=True):
+        if delivery.created:
+            announce(delivery)

@@ -6,6 +6,7 @@ for the job data a task is stored as.
 """
 
 from .backend import QlessBackend
+from .bulk import enqueue_many
 from .errors import ERROR_EVENT, errors_of, exception_path, record_error
 from .exceptions import ResultNotStorableError, TaskArgumentsError, TaskDataError
 from .options import DEFAULT_RESULT_MAX_BYTES, BackendOptions
@@ -23,6 +24,7 @@ __all__ = [
     "TaskArgumentsError",
     "TaskDataError",
     "build_result",
+    "enqueue_many",
     "encode_result",
     "errors_of",
     "exception_path",

@@ -12,7 +12,7 @@ import functools
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.core import checks
@@ -37,6 +37,9 @@ from .options import parse_options, parse_queues
 from .payload import call_data, is_task_data
 from .resolve import resolve_task
 from .results import as_datetime, build_result
+
+if TYPE_CHECKING:
+    from ..outbox.models import OutboxEntry
 
 
 class QlessBackend(BaseTaskBackend):
@@ -136,30 +139,50 @@ class QlessBackend(BaseTaskBackend):
 
         False when the database has no outbox table (then nothing was written).
         """
-        from ..outbox import commit, entries  # noqa: PLC0415 - a model: needs the app registry
+        from ..outbox import commit  # noqa: PLC0415 - a model: needs the app registry
+
+        return commit.defer(self.outbox_row(result, encoded), DEFAULT_DB_ALIAS,
+                            lambda delivery: self._announce(result, delivery.at))
+
+    def outbox_row(self, result: TaskResult[Any], encoded: str) -> OutboxEntry:
+        """The outbox row of a task's put (not saved)."""
+        from ..outbox import entries  # noqa: PLC0415 - a model: needs the app registry
 
         task = result.task
-        entry = entries.for_task(
+        return entries.for_task(
             backend=self.alias, connection=self.connection_for(task.queue_name),
             queue=task.queue_name, jid=result.id, klass=task.module_path, data=encoded,
             not_before=0.0 if task.run_after is None else task.run_after.timestamp(),
             priority=task.priority, tags=self.qless_options.tags or (),
             retries=self.qless_options.retries,
         )
-        return commit.defer(entry, DEFAULT_DB_ALIAS,
-                            lambda delivery: self._announce(result, delivery.at))
 
     def _put(self, client: Client, result: TaskResult[Any], encoded: str) -> None:
         """Write the job (the delay counted from now), then send `task_enqueued`."""
-        task = result.task
         now = client.now()
+        client.put(self.put_command(client, result, encoded, now))
+        self._announce(result, now)
+
+    def put_command(
+        self, client: Client, result: TaskResult[Any], encoded: str, now: float
+    ) -> commands.Command:
+        """The put of a task's job, its delay counted from `now`."""
+        task = result.task
         delay = 0.0 if task.run_after is None else max(0.0, task.run_after.timestamp() - now)
-        client.put(commands.put(
+        return commands.put(
             client.worker_name, task.queue_name, result.id, task.module_path, encoded, delay,
             priority=task.priority, tags=self.qless_options.tags or None,
             retries=self.qless_options.retries,
-        ))
-        self._announce(result, now)
+        )
+
+    def enqueue_many(
+        self, task: Task[Any, Any], calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[TaskResult[Any]]:
+        """Many `enqueue`s of one task in few round trips (`tasks.bulk`): every call
+        checked before anything is written; the results in the order of `calls`."""
+        from .bulk import enqueue_with  # noqa: PLC0415 - bulk imports this module
+
+        return enqueue_with(self, task, calls)
 
     def _announce(self, result: TaskResult[Any], now: float) -> None:
         """Stamp the result with its put's time and send `task_enqueued`."""
