@@ -6,8 +6,9 @@ digest of it, and the last slot handled; the index `keys.CRON_INDEX` scores each
 its next slot. Whoever looks first (a worker's monitor tick, a `qless_recur` run, the
 admin's Run now) puts each due slot's job with `put.ifabsent` under a jid derived from
 the schedule, the slot and the definition, delayed to the slot's instant: any number of
-writers create it once, and it is never runnable early. The last slot only moves forward: it is written in
-a transaction under WATCH of the hash, so a writer that was beaten reads again.
+writers create it once, and it is never runnable early. The last slot only moves
+forward: it is written in a transaction under WATCH of the hash, so a writer that was
+beaten reads again.
 """
 
 from __future__ import annotations
