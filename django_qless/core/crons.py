@@ -344,6 +344,8 @@ class CronStore:
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.zadd(record, jids)
             pipe.zremrangebyscore(record, "-inf", now - REMEMBER)
+            # Left behind by a writer that lost a race with a prune, it goes by itself.
+            pipe.expire(record, REMEMBER)
             pipe.execute()
         worker = self.client.worker_name
         return [self.client.put_if_absent(definition.put_command(worker, jid, max(slot - now, 0)))
