@@ -29,6 +29,7 @@ from tests.admin import axe
 from tests.admin.conftest import ALL_PERMS, World, plant, url
 from tests.admin.test_browser import CHROMIUM, browser_page, images, log_in, shoot
 from tests.admin.test_job_attempts_page import TASK_DATA, fail_attempt, popped
+from tests.recurring.cron_helpers import define
 
 __all__ = ["browser_page", "images"]  # fixtures, used by name
 
@@ -55,13 +56,15 @@ def axe_script() -> Path:
 
 
 def plant_everything(qless: Client) -> tuple[World, str]:
-    """Jobs in every state, a publishing worker, and a job completed after a retry."""
+    """Jobs in every state, a publishing worker, a job completed after a retry, a cron
+    schedule."""
     world = plant(qless)
     call_command("qless_worker", "jobs", burst=True, verbosity=0)  # fills the stats
     world = plant(qless)  # and a fresh set, waiting and scheduled again
     retried = qless.queue("retried").put("app.tasks.double", TASK_DATA)
     fail_attempt(popped(qless, "retried"), "Traceback (most recent call last):\nValueError: 1")
     popped(qless, "retried").complete({**TASK_DATA, "result": {"doubled": 4}})
+    define(qless, "0 9 * * MON-FRI", tz="Europe/Paris", name="morning")
     now = qless.now()
     publish(qless, Presence(
         name=REPORTING, host="web-1", pid=4242, version="0.1.0",
@@ -140,10 +143,14 @@ def layout_problems(page: Any) -> list[str]:
           const name = (el) => el.tagName.toLowerCase() + (el.id ? `#${el.id}` : '')
             + [...el.classList].map((c) => `.${c}`).join('');
           if (document.documentElement.scrollWidth > width) {
-            // Name the widest elements that overflow while their parent does not.
+            // Name the widest elements that overflow while their parent does not, and the
+            // positioned ones (which a scroller may not clip).
+            const positioned = (el) =>
+              ['absolute', 'fixed'].includes(getComputedStyle(el).position);
             const wide = [...document.querySelectorAll('body *')].filter((el) =>
-              el.getBoundingClientRect().right > width + 1 && !el.closest(scrollers)
-              && el.parentElement.getBoundingClientRect().right <= width + 1);
+              el.getBoundingClientRect().right > width + 1 && (positioned(el)
+                || (!el.closest(scrollers)
+                    && el.parentElement.getBoundingClientRect().right <= width + 1)));
             // And text running out of its element (a long word that cannot break).
             const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
             for (let node = walker.nextNode(); node; node = walker.nextNode()) {
