@@ -168,16 +168,21 @@ def read_history(client: Client, now: float,
     last = minute_of(now)
     numbers = range(last - MINUTES + 1, last + 1)
     pipe = client.redis.pipeline(transaction=False)
-    if offer is not None:
-        pipe.set(keys.depth(last), depth_json(offer), nx=True, ex=KEEP)
+    sample = None if offer is None else depth_json(offer)
+    if sample is not None:
+        pipe.set(keys.depth(last), sample, nx=True, ex=KEEP)
     for number in numbers:
         pipe.hgetall(keys.throughput(number))
     for number in numbers:
         pipe.get(keys.depth(number))
     replies = pipe.execute()
-    if offer is not None:
+    if sample is not None:
         replies = replies[1:]
     hashes, samples = replies[:MINUTES], replies[MINUTES:]
+    if sample is not None and samples[-1] is not None and text(samples[-1]) == CLAIMED:
+        # Claimed but not filled in (its claimer may have died): the offer fills it.
+        client.redis.set(keys.depth(last), sample, xx=True, keepttl=True)
+        samples[-1] = sample
     minutes = []
     for number, raw, sample in zip(numbers, hashes, samples, strict=True):
         finished, run_ms = parse_throughput(raw)

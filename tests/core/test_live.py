@@ -83,6 +83,16 @@ def test_a_reader_offers_the_sample_unless_one_was_taken(client: Client) -> None
     assert again.minutes[-2].depths is None and again.minutes[-2].depth("waiting") is None
 
 
+def test_a_reader_fills_in_a_sample_claimed_and_left_empty(client: Client) -> None:
+    pipe = client.redis.pipeline()
+    claim_depth(pipe, NOW)  # a worker that died before filling it in
+    pipe.execute()
+    history = read_history(client, NOW, offer=(q for q in [QueueCounts("q", waiting=2)]))
+    assert history.minutes[-1].depths == {"q": Depth(waiting=2)}
+    assert read_history(client, NOW).minutes[-1].depth("waiting") == 2
+    assert 0 < client.redis.ttl(keys.depth(minute_of(NOW))) <= KEEP
+
+
 def test_malformed_values_are_skipped(client: Client, redis_client: redis.Redis) -> None:
     minute = minute_of(NOW)
     redis_client.hset(keys.throughput(minute), mapping={
