@@ -22,7 +22,7 @@ end
 -- (~1 us) or even a closure (~0.1 us) is paid every time, while these
 -- comparisons of interned strings cost next to nothing (hot commands first).
 -- failure.lua loads stats.lua itself.
-if name == 'put' or name == 'requeue' or name == 'put.ifabsent' then
+if name == 'put' or name == 'requeue' or name == 'put.ifabsent' or name == 'put.many' then
   run_module('put')
 elseif name == 'pop' or name == 'pop.first' then
   run_module('pop')

@@ -195,3 +195,35 @@ QlessAPI['put.ifabsent'] = function(now, a)
   QlessQueue.put(now, p)
   return { p.jid, 'put' }
 end
+
+--[[ put.many(n1, put args 1 (n1 values), n2, put args 2, ...) -> list of jids
+  Extension (django_qless): many plain puts in one call, for bulk enqueue. Each
+  group is a count then exactly the arguments `put` takes (worker first). Every
+  group is parsed and checked before the first is written, so a refused call
+  writes nothing; dependencies are refused here (their checks read what earlier
+  puts of the call would write), so the checks cannot fail half-way. The i-th put
+  runs at now + (i - 1) * 1e-6, so jobs of equal priority pop in call order.
+  Each put writes exactly what the single `put` writes, with the same events.
+  Errors: Put.many(): Arg "count" missing or not a number: <v> |
+          Put.many(): Arg "depends" not supported: <v>, then put's.
+]]
+QlessAPI['put.many'] = function(now, a)
+  local parsed, i, n = {}, 1, #a
+  while i <= n do
+    local count = tonumber(a[i])
+    if count == nil or count < 1 or count ~= floor(count) or i + count > n then
+      error('Put.many(): Arg "count" missing or not a number: ' .. tostring(a[i]))
+    end
+    local p = QlessQueue.parse_put({ unpack(a, i + 1, i + count) })
+    if p.depends and #p.depends > 0 then
+      error('Put.many(): Arg "depends" not supported: ' .. encode(p.depends))
+    end
+    parsed[#parsed + 1] = p
+    i = i + count + 1
+  end
+  local jids = {}
+  for k, p in ipairs(parsed) do
+    jids[k] = QlessQueue.put(now + (k - 1) * 1e-6, p)
+  end
+  return jids
+end

@@ -1,21 +1,23 @@
-"""Many puts in few round trips: pipelined EVALSHA, `CHUNK` commands per round trip.
+"""Many puts in few round trips: pipelined script calls, about `CHUNK` puts per round trip.
 
-Each command is the script's own `put` (or `put.ifabsent`, `track`): other clients see
-exactly the keys and events of as many single calls, in the same order. Every command is
-built (and so checked) by the caller before the first is sent, and Redis' memory is
-checked once for all the jobs (`QueueFullError`, nothing written). With a `ReplicaAck`,
-each round trip ends with `WAIT` and too few acknowledgements raise `ReplicationError`,
-as a single put does.
+Runs of plain puts without dependencies go as the script's `put.many` extension, `GROUP`
+puts per call: each put writes exactly what a single `put` writes, with the same events,
+and a refused call writes none of its puts. Anything else (`put.ifabsent`, `track`, a put
+with dependencies) goes as its own call. Every command is built (and so checked) by the
+caller before the first is sent, and Redis' memory is checked once for all the jobs
+(`QueueFullError`, nothing written). With a `ReplicaAck`, each round trip ends with `WAIT`
+and too few acknowledgements raise `ReplicationError`, as a single put does.
 
-The script itself can still refuse a put (a dependency cycle, Redis out of memory): the
-commands of that round trip after it still run, as does the round trip already sent
-behind it, and no later one is sent. `PartialPutError` then says which were written.
+The script can still refuse a call the caller could not check (a dependency cycle, Redis
+out of memory): the calls of that round trip after it still run, as does the round trip
+already sent behind it, and no later one is sent. `PartialPutError` then says, per
+command, what was written.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -37,31 +39,90 @@ CHUNK = 1000
 #: Seconds between the clocks of two commands of a bulk put: the smallest step that
 #: still moves a waiting job's score (priority - now / 1e10) at today's timestamps.
 STEP = 1e-6
+#: Puts per `put.many` call: enough that the call's own cost (~6 us of script setup) is
+#: spread thin, few enough that one call holds Redis for a few milliseconds at most.
+GROUP = 100
 #: Commands that add a job, whose size counts against Redis' memory before they are sent.
 GROWING = frozenset({"put", "put.ifabsent"})
 
 
 def run(client: Client, commands: Sequence[Command]) -> list[Any]:
-    """Run `commands` in order, `CHUNK` per round trip; their decoded replies."""
+    """Run `commands` in order, about `CHUNK` puts per round trip; their decoded replies."""
     client.memory.check(sum([len(arg) for name, args in commands if name in GROWING
                              for arg in args if type(arg) is str]))
-    replies = _exchange(client, commands)
-    missing = [i for i, reply in enumerate(replies) if isinstance(reply, ScriptNotLoadedError)]
+    calls, sizes = group(commands)
+    answered = _exchange(client, calls, sizes)
+    missing = [i for i, reply in enumerate(answered) if isinstance(reply, ScriptNotLoadedError)]
     if missing:
         # Those did not run (Redis restarted or flushed its scripts): load it, send them.
         client.redis.script_load(script_text())
-        again = _exchange(client, [commands[i] for i in missing])
+        again = _exchange(client, [calls[i] for i in missing], [sizes[i] for i in missing])
         for i, reply in zip(missing, again, strict=False):
-            replies[i] = reply
+            answered[i] = reply
+    replies = expand(calls, sizes, answered)
     if len(replies) < len(commands) or any(isinstance(reply, Exception) for reply in replies):
         raise PartialPutError(replies, len(commands))
     return replies
 
 
-def _exchange(client: Client, commands: Sequence[Command]) -> list[Any]:
-    """Send the chunks on one connection, the next one written before the replies of the
-    one before are read, so Redis runs a chunk while the client packs and reads; stops
-    sending after a chunk with a refused command. Replies (errors as instances) in order.
+def group(commands: Sequence[Command]) -> tuple[list[Command], list[int]]:
+    """The script calls that run `commands`: runs of plain puts without dependencies as
+    `put.many` calls of up to `GROUP` puts, anything else as it is; and how many of
+    `commands` each call stands for."""
+    calls: list[Command] = []
+    sizes: list[int] = []
+    run: list[Command] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            calls.append(run[0])
+        elif run:
+            calls.append(Command("put.many", tuple(
+                value for _, args in run for value in (len(args), *args))))
+        if run:
+            sizes.append(len(run))
+            run.clear()
+
+    for command in commands:
+        if command.name == "put" and _independent(command.args):
+            run.append(command)
+            if len(run) == GROUP:
+                flush()
+        else:
+            flush()
+            calls.append(command)
+            sizes.append(1)
+    flush()
+    return calls, sizes
+
+
+def _independent(args: Sequence[Any]) -> bool:
+    """True for put arguments without dependencies (`put.many` refuses those)."""
+    for at in range(6, len(args) - 1, 2):
+        if args[at] == "depends" and args[at + 1] != "[]":
+            return False
+    return True
+
+
+def expand(calls: Sequence[Command], sizes: Sequence[int], answered: Sequence[Any]) -> list[Any]:
+    """One reply per command from the calls' replies: a `put.many`'s list of jids, or its
+    error for each of its puts (a refused `put.many` wrote none of them)."""
+    replies: list[Any] = []
+    for (name, _), size, reply in zip(calls, sizes, answered, strict=False):
+        if name != "put.many":
+            replies.append(reply)
+        elif isinstance(reply, Exception):
+            replies += [reply] * size
+        else:
+            replies += reply
+    return replies
+
+
+def _exchange(client: Client, calls: Sequence[Command], sizes: Sequence[int]) -> list[Any]:
+    """Send the calls on one connection in round trips of about `CHUNK` puts, the next
+    one written before the replies of the one before are read, so Redis runs a round
+    trip while the client packs and reads; stops sending after a round trip with a refused
+    call. Replies (errors as instances) in order.
     """
     ack = client.replica_ack
     sha = client.script.sha
@@ -71,16 +132,17 @@ def _exchange(client: Client, commands: Sequence[Command]) -> list[Any]:
     pool = client.redis.connection_pool
     connection = pool.get_connection()
     try:
-        for start in range(0, len(commands), CHUNK):
-            chunk = commands[start : start + CHUNK]
-            # Each job its own time, STEP apart and never going back (across chunks too):
-            # jobs of equal priority are popped in the order of their put times.
+        for chunk, weights in _chunks(calls, sizes):
+            # Each job its own time, STEP apart and never going back (across round trips
+            # too): jobs of equal priority are popped in the order of their put times.
             clock = max(client.now(), clock)
-            packed = pack(sha, clock, chunk, STEP)
-            clock += len(chunk) * STEP
-            connection.send_packed_command(  # type: ignore[no-untyped-call]
-                [packed + ack.packed() if ack is not None else packed]
-            )
+            parts = []
+            for call, weight in zip(chunk, weights, strict=True):
+                parts.append(pack(sha, clock, [call]))
+                clock += weight * STEP
+            if ack is not None:
+                parts.append(ack.packed())
+            connection.send_packed_command([b"".join(parts)])  # type: ignore[no-untyped-call]
             in_flight.append(chunk)
             if len(in_flight) > 1 and not _read_chunk(connection, in_flight.popleft(), ack,
                                                       replies):
@@ -93,6 +155,20 @@ def _exchange(client: Client, commands: Sequence[Command]) -> list[Any]:
     finally:
         pool.release(connection)
     return replies
+
+
+def _chunks(
+    calls: Sequence[Command], sizes: Sequence[int]
+) -> Iterator[tuple[Sequence[Command], Sequence[int]]]:
+    """The calls cut into round trips of about `CHUNK` puts each."""
+    start, weight = 0, 0
+    for end, size in enumerate(sizes):
+        if weight and weight + size > CHUNK:
+            yield calls[start:end], sizes[start:end]
+            start, weight = end, 0
+        weight += size
+    if start < len(calls):
+        yield calls[start:], sizes[start:]
 
 
 def _read_chunk(

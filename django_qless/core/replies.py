@@ -33,7 +33,7 @@ from .exceptions import (
 #: Commands whose "not yours any more" replies mean the caller lost the job's lock.
 LOCK_COMMANDS = frozenset({"complete", "fail", "retry", "heartbeat"})
 #: Commands that add a job or a template: refused whole (nothing written) when Redis is full.
-GROWING_COMMANDS = frozenset({"put", "requeue", "put.ifabsent", "recur"})
+GROWING_COMMANDS = frozenset({"put", "requeue", "put.ifabsent", "put.many", "recur"})
 
 _LOCK_LOST = re.compile(
     r"not currently running|(handed|given)( out)? to another worker"

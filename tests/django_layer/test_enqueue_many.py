@@ -9,7 +9,14 @@ import pytest
 from django.db import transaction
 
 from django_qless import signals
-from django_qless.core import Client, DependencyError, JobDataError, PartialPutError, commands
+from django_qless.core import (
+    Client,
+    DependencyError,
+    JobDataError,
+    PartialPutError,
+    ScriptArgumentError,
+    commands,
+)
 from django_qless.core import put_many as put_many_module
 from django_qless.exceptions import InvalidJobError
 from django_qless.outbox.models import OutboxEntry
@@ -129,10 +136,21 @@ def test_tracked_jobs_are_tracked(qless: Client) -> None:
     assert sorted(qless.tracked_jids()) == sorted(jids)
 
 
-def test_a_chunk_boundary_changes_nothing(qless: Client, monkeypatch: Any) -> None:
-    monkeypatch.setattr(put_many_module, "CHUNK", 3)
-    jids = add.enqueue_many([((i, 0), {}) for i in range(10)])
-    assert [job.data["args"][0] for job in qless.get_jobs(jids)] == list(range(10))
+def test_group_and_round_trip_boundaries_change_nothing(qless: Client, monkeypatch: Any) -> None:
+    monkeypatch.setattr(put_many_module, "CHUNK", 5)
+    monkeypatch.setattr(put_many_module, "GROUP", 3)
+    jids = add.enqueue_many([((i, 0), {}) for i in range(11)])
+    assert [job.data["args"][0] for job in qless.get_jobs(jids)] == list(range(11))
+    assert [job.jid for job in qless.queue("default").peek(11)] == jids
+
+
+def test_a_refused_put_many_writes_none_of_its_puts(qless: Client, keyspace: Any) -> None:
+    # Data is checked by the callers of `commands.put`: here the script refuses it.
+    bad = commands.put(qless.worker_name, "default", "b", "k", "{not json", 0)
+    with pytest.raises(PartialPutError, match=r"3 of 3 commands were refused") as err:
+        qless.put_many([qless_put(qless, "a"), bad, qless_put(qless, "c")])
+    assert all(isinstance(reply, ScriptArgumentError) for reply in err.value.replies)
+    assert keyspace() == {}
 
 
 def test_inside_a_transaction_a_rollback_puts_nothing(qless: Client, keyspace: Any) -> None:

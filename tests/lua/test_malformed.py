@@ -255,6 +255,15 @@ CASES: list[Case] = [
     case("pop-first-count-string", "pop.first", "w1", "many", "q"),
     case("pop-first-no-queue", "pop.first", "w1", 1),
     case("pop-first-later-queue-empty", "pop.first", "w1", 1, "q", ""),
+    # put.many (extension): every group parsed before the first put is written
+    case("put-many-count-missing", "put.many", "client"),
+    case("put-many-count-too-long", "put.many", 7, *PUT),
+    case("put-many-later-count-bad", "put.many", 6, *PUT, 0, *PUT),
+    case("put-many-later-data-not-json", "put.many", 6, *PUT, 6, "client", "q", "n2", "K",
+         "{x", 0),
+    case("put-many-later-jid-empty", "put.many", 6, *PUT, 6, "client", "q", "", "K", "{}", 0),
+    case("put-many-depends", "put.many", 6, *PUT, 8, "client", "q", "n2", "K", "{}", 0,
+         "depends", '["wait"]'),
     *EMPTY_IDENTIFIER_CASES,
 ]
 
