@@ -17,7 +17,7 @@ command, what was written.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -32,6 +32,12 @@ from .script import script_text
 
 if TYPE_CHECKING:
     from .client import Client
+
+_pack_command: Callable[[tuple[Any, ...]], bytes] | None
+try:
+    from hiredis import pack_command as _pack_command
+except ImportError:  # hiredis is optional: redis-py works without it
+    _pack_command = None
 
 #: Commands per round trip: large enough that the round trip's cost vanishes, small enough
 #: that one pipeline never holds Redis or the client's memory for long.
@@ -138,7 +144,7 @@ def _exchange(client: Client, calls: Sequence[Command], sizes: Sequence[int]) ->
             clock = max(client.now(), clock)
             parts = []
             for call, weight in zip(chunk, weights, strict=True):
-                parts.append(pack(sha, clock, [call]))
+                parts.append(_pack(sha, clock, call))
                 clock += weight * STEP
             if ack is not None:
                 parts.append(ack.packed())
@@ -169,6 +175,14 @@ def _chunks(
         weight += size
     if start < len(calls):
         yield calls[start:], sizes[start:]
+
+
+def _pack(sha: str, now: float, call: Command) -> bytes:
+    """The RESP bytes of one call: hiredis' packer when it is installed (half the CPU of
+    `batch.pack` for a `put.many`, the same bytes: numbers by `repr`), else `batch.pack`."""
+    if _pack_command is None:
+        return pack(sha, now, [call])
+    return _pack_command(("EVALSHA", sha, 0, call.name, float(now), *call.args))
 
 
 def _read_chunk(
