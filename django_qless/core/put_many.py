@@ -6,7 +6,8 @@ and a refused call writes none of its puts. Anything else (`put.ifabsent`, `trac
 with dependencies) goes as its own call. Every command is built (and so checked) by the
 caller before the first is sent, and Redis' memory is checked once for all the jobs
 (`QueueFullError`, nothing written). With a `ReplicaAck`, each round trip ends with `WAIT`
-and too few acknowledgements raise `ReplicationError`, as a single put does.
+and too few acknowledgements raise `ReplicationError`, as a single put does: at the first
+round trip short of them (the one already sent behind it is written too, none later).
 
 The script can still refuse a call the caller could not check (a dependency cycle, Redis
 out of memory): the calls of that round trip after it still run, as does the round trip
@@ -192,13 +193,18 @@ def _read_chunk(
     one (NOSCRIPT is no refusal: those commands are sent again once the script is loaded).
     """
     clean = True
-    for name, _ in chunk:
-        reply = decode(name, _read(connection))
-        if isinstance(reply, Exception) and not isinstance(reply, ScriptNotLoadedError):
+    written = []
+    for call in chunk:
+        reply = decode(call.name, _read(connection))
+        if not isinstance(reply, Exception):
+            written.append(call)
+        elif not isinstance(reply, ScriptNotLoadedError):
             clean = False
         replies.append(reply)
     if ack is not None:
-        replication.settle(ack, chunk, _read(connection))
+        acknowledged = _read(connection)
+        # Only what was written is owed to the replicas (NOSCRIPT: sent again, waited for then).
+        replication.settle(ack, written, acknowledged)
     return clean
 
 
