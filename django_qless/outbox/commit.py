@@ -41,11 +41,29 @@ def defer_many(entries: Sequence[OutboxEntry], using: str,
     (`announces[i]` for `entries[i]`); False, nothing written, without an outbox table."""
     if not ready(using):
         return False
-    for entry in entries:
-        store(entry, using)
+    store_many(entries, using)
     transaction.on_commit(functools.partial(put_many_after_commit, entries, using, announces),
                           using=using)
     return True
+
+
+def store_many(entries: Sequence[OutboxEntry], using: str) -> None:
+    """Insert the rows in one statement; when a jid has a row already (enqueued again in
+    this transaction, or twice in one bulk), row by row as `store` does."""
+    try:
+        # A savepoint, so a clash leaves the caller's transaction usable (PostgreSQL).
+        with transaction.atomic(using=using):
+            OutboxEntry.objects.using(using).bulk_create(entries)
+    except IntegrityError:
+        for entry in entries:
+            entry.pk = None  # nothing of the statement was kept
+            store(entry, using)
+        return
+    if any(entry.pk is None for entry in entries):  # a database that returns no new ids
+        ids = dict(OutboxEntry.objects.using(using)
+                   .filter(jid__in=[entry.jid for entry in entries]).values_list("jid", "pk"))
+        for entry in entries:
+            entry.pk = ids[entry.jid]
 
 
 def store(entry: OutboxEntry, using: str) -> None:

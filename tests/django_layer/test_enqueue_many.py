@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from django_qless.core import (
 from django_qless.core import put_many as put_many_module
 from django_qless.exceptions import InvalidJobError
 from django_qless.outbox.models import OutboxEntry
+from tests.django_layer.test_outbox import UNREACHABLE, age_rows, back_up, sweep_now
 from tests.testapp.qless_jobs import CALLS, add, echo, send_welcome
 
 pytestmark = [pytest.mark.usefixtures("clean_registry"), pytest.mark.django_db(transaction=True)]
@@ -217,3 +219,37 @@ def test_keyword_arguments_and_takes_job(qless: Client) -> None:
         {"args": [1], "kwargs": {"template": "t"}}, {"args": [2], "kwargs": {}}]
     [jid] = echo.enqueue_many([(({"a": 1},), {})])  # the job parameter is not passed
     assert qless.get_jobs([jid])[0].data == {"args": [{"a": 1}], "kwargs": {}}
+
+
+def test_inside_a_transaction_a_jid_given_twice_is_one_row_and_one_job(
+    qless: Client, enqueued: list[Any]
+) -> None:
+    unique = add.using(unique=True)
+    with transaction.atomic():
+        first = unique.enqueue(5, 5)  # a row of this jid exists before the bulk's
+        jids = unique.enqueue_many([((5, 5), {}), ((6, 6), {}), ((6, 6), {})])
+        assert OutboxEntry.objects.count() == 2  # rows of one jid rewritten, not added
+    assert jids[0] == first and jids[1] == jids[2]
+    assert sorted(job.jid for job in qless.get_jobs([first, jids[1]])) == sorted(
+        [first, jids[1]])
+    assert sorted(sent["jid"] for sent in enqueued) == sorted([first, jids[1]])
+    assert OutboxEntry.objects.count() == 0
+
+
+def test_redis_down_at_commit_keeps_the_rows_for_the_sweep(
+    settings: Any, qless_url: str, enqueued: list[Any], caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings.QLESS = {"URL": UNREACHABLE}
+    after: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="django_qless.outbox"), transaction.atomic():
+        jids = add.enqueue_many([((n, n), {}) for n in range(3)])
+        transaction.on_commit(lambda: after.append("ran"))
+    assert sorted(OutboxEntry.objects.values_list("jid", flat=True)) == sorted(jids)
+    assert after == ["ran"] and enqueued == []
+    assert any("3 jobs of tests.testapp.qless_jobs.add not all put at commit" in r.getMessage()
+               for r in caplog.records)
+    back_up(settings, qless_url)
+    age_rows()
+    assert sorted(sweep_now().put) == sorted(jids)
+    assert sorted(sent["jid"] for sent in enqueued) == sorted(jids)
+    assert OutboxEntry.objects.count() == 0
