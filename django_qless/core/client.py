@@ -71,6 +71,8 @@ class Client:
                 )
         self.memory = MemoryGuard(redis, put_memory_limit)
         self.script = QlessScript(redis)
+        #: The connection puts keep between calls (`exchange`).
+        self.slot = exchange.Slot()
         self.config = Config(self)
         self.workers = Workers(self)
 
