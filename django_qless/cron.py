@@ -26,7 +26,7 @@ import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-UTC = dt.UTC
+UTC = dt.timezone.utc  # dt.UTC is newer than Python 3.10
 
 #: (name, lowest, highest) of the five fields, in order.
 FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
@@ -189,6 +189,11 @@ class CronExpression:
             if len(found) == count:
                 break
         return found
+
+    def next_times(self, tz: str, after: float, count: int) -> list[float]:
+        """The next `count` slot instants strictly after `after` (seconds since the epoch)."""
+        start = dt.datetime.fromtimestamp(after, UTC)
+        return [slot.at.timestamp() for slot in self.next_slots(tz, start, count)]
 
 
 def days_from(start: dt.date) -> Iterator[dt.date]:

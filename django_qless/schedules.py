@@ -240,8 +240,7 @@ class Cron:
 
     def next_runs(self, after: float, count: int) -> list[float]:
         """The next `count` run instants strictly after `after` (seconds since the epoch)."""
-        start = dt.datetime.fromtimestamp(after, dt.UTC)
-        return [slot.at.timestamp() for slot in self.parsed.next_slots(self.tz, start, count)]
+        return self.parsed.next_times(self.tz, after, count)
 
     def describe(self) -> str:
         """Short text such as `cron 0 9 * * MON-FRI Europe/Paris`."""

@@ -88,13 +88,10 @@ end
 -- jobs-history options), release dependents (if the job has any).
 local function finish(now, jid, p, current, config, dependents)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
-  if p.raw == current[7] then
-    rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
-      'expires', '0', 'remaining', tonumber(current[3]), 'time', string.format('%.20f', now))
-  else
-    rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
-      'expires', '0', 'remaining', tonumber(current[3]), 'data', p.raw,
-      'time', string.format('%.20f', now))
+  rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
+    'expires', '0', 'remaining', tonumber(current[3]), 'time', string.format('%.20f', now))
+  if p.raw ~= current[7] then -- data sent back unchanged is already stored
+    rcall('hset', 'ql:j:' .. jid, 'data', p.raw)
   end
   rcall('zadd', 'ql:completed', now, jid)
   QlessJob.expire_completed(now, finite(config[2]) or 604800, finite(config[3]) or 50000)

@@ -48,7 +48,7 @@ def cron_rows(client: Client) -> list[CronRow]:
         zone = zoneinfo.ZoneInfo(definition.tz)
         runs = tuple(
             NextRun(moment, shown(moment.astimezone(zone)), shown(moment.astimezone(user)))
-            for moment in (dt.datetime.fromtimestamp(t, dt.UTC)
+            for moment in (dt.datetime.fromtimestamp(t, dt.timezone.utc)
                            for t in definition.next_runs(now, NEXT_RUNS))
         )
         rows.append(CronRow(stored, runs, str(user)))

@@ -110,12 +110,11 @@ class CronDefinition:
 
     def next_runs(self, after: float, count: int) -> list[float]:
         """The next `count` slot instants strictly after `after` (epoch seconds)."""
-        start = dt.datetime.fromtimestamp(after, dt.UTC)
-        return [slot.at.timestamp() for slot in self.parsed.next_slots(self.tz, start, count)]
+        return self.parsed.next_times(self.tz, after, count)
 
     def slots_between(self, after: float, until: float) -> Iterator[float]:
         """Slot instants in (after, until]."""
-        start = dt.datetime.fromtimestamp(after, dt.UTC)
+        start = dt.datetime.fromtimestamp(after, dt.timezone.utc)
         for slot in self.parsed.slots(self.tz, start):
             at = slot.at.timestamp()
             if at > until:

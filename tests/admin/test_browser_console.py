@@ -38,6 +38,14 @@ def open_as_operator(page: Any, base: str, make_user: Callable[..., User]) -> No
     log_in(page, base)
 
 
+def chain_of_three(qless: Client) -> tuple[str, str, str]:
+    """Three jobs of queue `pipeline`, each depending on the one before: their jids."""
+    queue = qless.queue("pipeline")
+    render = queue.put(KLASS, DATA)
+    send = queue.put(KLASS, DATA, depends=[render])
+    return render, send, queue.put(KLASS, DATA, depends=[send])
+
+
 def button_labels(page: Any) -> set[str]:
     """The labels of the job page's action buttons."""
     return {label.strip() for label in page.locator(".qless-actions button").all_inner_texts()}
@@ -46,10 +54,7 @@ def button_labels(page: Any) -> set[str]:
 def test_cancelling_a_job_others_depend_on_lists_them_and_cancels_them_all(
     live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
 ) -> None:
-    queue = qless.queue("pipeline")
-    render = queue.put(KLASS, DATA)
-    send = queue.put(KLASS, DATA, depends=[render])
-    archive = queue.put(KLASS, DATA, depends=[send])
+    render, send, archive = chain_of_three(qless)
     page, base = browser_page, live_server.url
     open_as_operator(page, base, make_user)
     page.goto(base + url("job", jid=render))
@@ -154,10 +159,7 @@ def test_the_workers_page_flags_silent_workers_and_forgets_only_those(
 def test_the_job_page_draws_its_dependencies_with_their_states(
     live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
 ) -> None:
-    queue = qless.queue("pipeline")
-    render = queue.put(KLASS, DATA)
-    send = queue.put(KLASS, DATA, depends=[render])
-    archive = queue.put(KLASS, DATA, depends=[send])
+    render, send, archive = chain_of_three(qless)
     page, base = browser_page, live_server.url
     open_as_operator(page, base, make_user)
     page.goto(base + url("job", jid=send))

@@ -37,7 +37,7 @@ def expected_runs(user_zone: str) -> list[tuple[str, str]]:
     """The next five runs as the page writes them: Paris, then the user's zone."""
     paris_zone, user = zoneinfo.ZoneInfo("Europe/Paris"), zoneinfo.ZoneInfo(user_zone)
     runs = cron("0 9 * * MON-FRI", tz="Europe/Paris").next_runs(time.time(), 5)
-    moments = [dt.datetime.fromtimestamp(t, dt.UTC) for t in runs]
+    moments = [dt.datetime.fromtimestamp(t, dt.timezone.utc) for t in runs]
     return [(m.astimezone(paris_zone).strftime("%Y-%m-%d %H:%M %Z"),
              m.astimezone(user).strftime("%Y-%m-%d %H:%M %Z")) for m in moments]
 

@@ -32,7 +32,7 @@ def define(client: Client, expression: str, *, tz: str = "UTC", catch_up: str = 
 
 def utc(text: str) -> float:
     """Epoch seconds of a UTC `YYYY-MM-DD HH:MM[:SS]`."""
-    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp()
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc).timestamp()
 
 
 def local(text: str, tz: str, fold: int = 0) -> float:

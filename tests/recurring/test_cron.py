@@ -9,7 +9,7 @@ import pytest
 
 from django_qless.cron import CronError, CronExpression
 
-UTC = dt.UTC
+UTC = dt.timezone.utc
 PARIS = zoneinfo.ZoneInfo("Europe/Paris")
 
 
