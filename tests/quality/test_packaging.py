@@ -20,7 +20,7 @@ DJANGOS = ("5.2", "6.0", "6.1")
 # Standard-library names newer than Python 3.10, the oldest supported version (CI runs 3.11
 # and 3.12, so nothing else would notice them).
 NEWER_THAN_310 = re.compile(
-    r"from datetime import [^\n]*\bUTC\b|datetime\.UTC\b|^\s*import tomllib|\bStrEnum\b"
+    r"from datetime import [^\n]*\bUTC\b|\b(?:datetime|dt)\.UTC\b|^\s*import tomllib|\bStrEnum\b"
     r"|asyncio\.TaskGroup|asyncio\.timeout\(|\bexcept\*|typing import [^\n]*\bSelf\b",
     re.MULTILINE,
 )
