@@ -26,7 +26,7 @@ import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-UTC = dt.timezone.utc  # dt.UTC is newer than Python 3.10
+UTC = dt.timezone.utc  # the UTC alias of datetime came in Python 3.11
 
 #: (name, lowest, highest) of the five fields, in order.
 FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
