@@ -13,8 +13,9 @@ Pass: no worker process crashes or is restarted; every job put completes (0 lost
 failed for exhausted retries); at most the jobs the workers can hold at once (plus re-puts
 of jobs that had already run) run twice, never at the same time; every retried put leaves
 one job; each worker pops again within 2 x socket_timeout (+ the loop's pause after an
-error) of the heal; and after the heal a `timeout` of a running job, sent directly to
-Redis, stops it within a second, so each worker's lock-loss listener is subscribed again.
+error) of the heal; and after the heal a move of a running job to another queue, sent
+directly to Redis, stops it within a second, so each worker's lock-loss listener is
+subscribed again.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ STOP_WITHIN = 1.0
 #: The long job's queue has a 60 s lease, so its heartbeats (every 20 s) cannot be what
 #: notices the lost lock within STOP_WITHIN: only the pub/sub event can.
 LONG_QUEUE = "long"
+#: No worker watches it: the long job waits there until the test has seen it stopped.
+PARKED_QUEUE = "parked"
 
 
 @dataclass
@@ -132,7 +135,7 @@ def flow_through_fault(
     stopped_after = lock_loss_stop(client, fleet)
     result = outcome(client, [*every, stopped_after[0]], fleet)
     re_puts = applied_re_puts(client, producer.jids)
-    duplicates = result.duplicates - 1  # the long job runs again after its timeout, by design
+    duplicates = result.duplicates - 1  # the long job runs again after its move, by design
     logs = fleet.output()
     figures.update(result.figures(), duplicates=duplicates, in_flight=in_flight,
                    left_at_heal=left_at_heal, drained_after_heal=drained_after,
@@ -188,7 +191,11 @@ def first_pops_after(fleet: Fleet, healed: float, held: set[str]) -> dict[int, f
 
 
 def lock_loss_stop(client: Client, fleet: Fleet) -> tuple[str, float]:
-    """Run a long job, time it out directly in Redis; seconds until its worker stopped it."""
+    """Run a long job, move it away directly in Redis; seconds until its worker stopped it.
+
+    It moves to a queue no worker watches, so no second run can start before the stop (a
+    `timeout` would hand it out at once, racing the stop); once stopped it is moved back.
+    """
     jid = client.queue(LONG_QUEUE).put("faults.long_once", {"args": [], "kwargs": {"seconds": 30}},
                                        jid=f"long-{uuid.uuid4().hex[:8]}")
 
@@ -201,8 +208,9 @@ def lock_loss_stop(client: Client, fleet: Fleet) -> tuple[str, float]:
     job = client.get_job(jid)
     assert job is not None and job.state == "running"
     sent = time.time()
-    job.timeout()
+    job.move(PARKED_QUEUE)
     aborted = wait_for(lambda: entry("abort"), 30, every=0.05, what="the long job's abort")
+    job.move(LONG_QUEUE)
     wait_for(lambda: (found := client.get_job(jid)) is not None and found.state == "complete",
              15, what="the long job's second run")
     return jid, round(aborted.t - sent, 2)
