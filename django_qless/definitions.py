@@ -214,10 +214,11 @@ class JobDefinition(Generic[P, R]):
         args, kwargs = decode_payload(job)
         if self.takes_job:
             args = [job, *args]
-        try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise BadPayloadError(f"job {job.jid} ({self.name}): {exc}") from exc
+        if not self.binds_by_count(len(args), kwargs):
+            try:
+                self.signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise BadPayloadError(f"job {job.jid} ({self.name}): {exc}") from exc
         return cast(R, invoke(self.func, args, kwargs))
 
     def result(self, jid: str) -> JobResult:
@@ -271,12 +272,17 @@ class JobDefinition(Generic[P, R]):
             unique=absent_policy(self.unique),
         )
 
+    def binds_by_count(self, given: int, kwargs: Mapping[str, Any]) -> bool:
+        """True when `given` positional arguments and no keyword provably bind.
+
+        The usual call, positional arguments only, is checked by count: bind() costs more.
+        """
+        arity = self.arity
+        return not kwargs and arity is not None and arity[0] <= given <= arity[1]
+
     def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         """`TypeError` unless the function takes these arguments."""
-        arity = self.arity
-        given = len(args) + self.takes_job
-        # The usual call, positional arguments only, is checked by count: bind() costs more.
-        if kwargs or arity is None or not arity[0] <= given <= arity[1]:
+        if not self.binds_by_count(len(args) + self.takes_job, kwargs):
             bound = [None, *args] if self.takes_job else list(args)
             try:
                 self.signature.bind(*bound, **kwargs)

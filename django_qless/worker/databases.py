@@ -1,10 +1,11 @@
 """Django database connections around jobs: obsolete ones are closed before and after each.
 
 Django's check walks every database alias through a thread-local lookup, which costs more
-than the rest of a short job's bookkeeping. The check before a job is therefore skipped
-when it provably has nothing to close: the check after the previous job left no
+than the rest of a short job's bookkeeping. Each check, before and after a job, is
+therefore skipped when it provably has nothing to close: the last check left no
 connection open in this thread, and none was opened since (Django sends
-`connection_created` for every new connection, e.g. one a signal receiver opened).
+`connection_created` for every new connection, e.g. one the job or a signal receiver
+opened).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ class ConnectionHygiene:
             self.close_old()
 
     def after_job(self) -> None:
-        """Close what the job left unusable or past CONN_MAX_AGE."""
-        self.close_old()
+        """Close what the job left unusable or past CONN_MAX_AGE (nothing if nothing is open)."""
+        if not self.idle:
+            self.close_old()
 
     def close_old(self) -> None:
         """Django's `close_old_connections()`, noting whether it left a connection open."""

@@ -79,3 +79,16 @@ def test_exceptions_of_the_function_are_not_wrapped(qless: Client) -> None:
     add.enqueue("a", 1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="can only concatenate str"):
         add.execute(popped(qless))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [([], "missing a required argument: 'value'"), ([1, 2], "too many positional arguments")],
+)
+def test_a_job_taking_its_job_is_counted_with_it(
+    qless: Client, args: list[Any], message: str
+) -> None:
+    qless.queue("default").put(echo.name, {"args": args})
+    with pytest.raises(BadPayloadError, match=message):
+        echo.execute(popped(qless))
+    assert qless_jobs.CALLS == []

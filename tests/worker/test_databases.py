@@ -102,3 +102,18 @@ def test_a_receiver_connection_between_back_to_back_jobs_is_closed_before_the_ne
     finally:
         signals.job_completed.disconnect(open_db)
     assert [entry["open"] for entry in ledger()] == [False]
+
+
+def test_after_is_skipped_when_nothing_can_be_open_and_checks_what_the_job_opened(
+    only_file_db: str, checks: list[str]
+) -> None:
+    hygiene = ConnectionHygiene()
+    hygiene.after_job()
+    assert hygiene.idle
+    checks.clear()
+    hygiene.after_job()  # a job that touched no database
+    assert checks == []
+    with connections[only_file_db].cursor() as cursor:  # a job that queries
+        cursor.execute("SELECT 1")
+    hygiene.after_job()
+    assert only_file_db in checks and connections[only_file_db].connection is None
