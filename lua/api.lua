@@ -31,6 +31,11 @@ elseif name == 'pop' or name == 'pop.first' then
 elseif name == 'complete' then
   run_module('complete')
   run_module('stats')
+elseif name == 'complete.pop' then
+  run_module('complete')
+  run_module('stats')
+  run_module('pop')
+  run_module('jobdata')
 elseif name == 'heartbeat' or name == 'priority' or name == 'timeout' or name == 'log' then
   run_module('job')
 elseif name == 'get' or name == 'multiget' then

@@ -64,6 +64,16 @@ local function finite(value)
   return n
 end
 
+-- A whole number as the text Redis would print for it as a redis.call argument
+-- (%.17g), by the cheaper %d; any other value is returned as it is (see the note on
+-- numbers below).
+local function whole_text(n)
+  if n ~= 0 and n > -1e15 and n < 1e15 and n == floor(n) then
+    return string.format('%d', n)
+  end
+  return n
+end
+
 -- Raises `message .. tostring(value)` unless value is a finite number.
 local function need_number(value, message)
   local n = finite(value)

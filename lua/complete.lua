@@ -88,12 +88,14 @@ end
 -- jobs-history options), release dependents (if the job has any).
 local function finish(now, jid, p, current, config, dependents)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
+  local time = string.format('%.20f', now)
   rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
-    'expires', '0', 'remaining', tonumber(current[3]), 'time', string.format('%.20f', now))
+    'expires', '0', 'remaining', whole_text(tonumber(current[3])), 'time', time)
   if p.raw ~= current[7] then -- data sent back unchanged is already stored
     rcall('hset', 'ql:j:' .. jid, 'data', p.raw)
   end
-  rcall('zadd', 'ql:completed', now, jid)
+  -- The score as `time` prints it: enough digits for the same double, one print fewer.
+  rcall('zadd', 'ql:completed', time, jid)
   QlessJob.expire_completed(now, finite(config[2]) or 604800, finite(config[3]) or 50000)
   if dependents then
     release_dependents(now, jid)
@@ -115,7 +117,7 @@ end
   Publishes ql:log completed {jid, event, queue} or advanced {jid, event, queue, to};
   ql:completed if tracked.
 ]]
-QlessAPI['complete'] = function(now, args)
+function QlessJob.complete(now, args)
   local jid = need_name(args[1], 'Complete(): Arg "jid" missing')
   -- Read before the arguments are checked (a read changes nothing): the stored
   -- data lets parse_complete skip decoding data sent back unchanged.
@@ -163,3 +165,4 @@ QlessAPI['complete'] = function(now, args)
   end
   return finish(now, jid, p, current, config, present >= 4)
 end
+QlessAPI['complete'] = QlessJob.complete

@@ -41,7 +41,9 @@ function QlessQueue.stat(queue, now, stat, value)
     mean = old + (value - old) / count
     vk = tonumber(current[3]) + (value - mean) * (value - old)
   end
-  rcall('hmset', key, 'total', count, 'mean', mean, 'vk', vk, field, (tonumber(current[4]) or 0) + 1)
+  -- The counts are whole numbers: printed by whole_text, the same text more cheaply.
+  rcall('hmset', key, 'total', whole_text(count), 'mean', mean, 'vk', vk, field,
+    whole_text((tonumber(current[4]) or 0) + 1))
 end
 
 -- Adds `delta` to a counter (failures, failed, retries) of the day of `when`.

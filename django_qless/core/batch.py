@@ -108,7 +108,7 @@ class Batch:
                 # Lost with the connection: these fail like the commands sent before them.
                 self._drop(connection, exc)
                 for reply in replies:
-                    self._deliver(reply, exc)
+                    self.deliver(reply, exc)
                 return
             except BaseException as exc:
                 self._drop(connection, exc)
@@ -138,7 +138,7 @@ class Batch:
                     self._drop(connection, exc)
                     raise
                 pending = self._unread.popleft()
-                self._deliver(pending.reply, decode(pending.command, value))
+                self.deliver(pending.reply, decode(pending.command, value))
                 if until is not None and until():
                     return
 
@@ -167,7 +167,7 @@ class Batch:
                     self.pool.release(connection)
         self.collect()
 
-    def _deliver(self, reply: Reply, value: Any) -> None:
+    def deliver(self, reply: Reply, value: Any) -> None:
         """Handle a reply now, or keep it for `collect()`."""
         if reply.deferred:
             self._ready.append((reply, value))
@@ -181,7 +181,7 @@ class Batch:
         self.pool.release(connection)
         unread, self._unread = self._unread, deque()
         for pending in unread:
-            self._deliver(pending.reply, exc)
+            self.deliver(pending.reply, exc)
 
     def _checkout(self) -> Connection:
         """The kept connection if it is still clean, else one from the pool."""

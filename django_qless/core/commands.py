@@ -95,6 +95,14 @@ def pop_first(queues: Sequence[str], worker: str, count: int = 1) -> Command:
     return Command("pop.first", (worker, count, *queues))
 
 
+def complete_pop(jid: str, worker: str, queue: str, encoded: str, queues: Sequence[str],
+                 count: int = 1) -> Command:
+    """Complete a running job and lease up to `count` jobs of the first of `queues` that
+    hands any out, in one call (`complete.pop`, a django_qless extension); the reply is
+    `[state, JSON list of jobs]`."""
+    return Command("complete.pop", (jid, worker, queue, encoded, count, *queues))
+
+
 def complete(
     jid: str,
     worker: str,

@@ -32,7 +32,7 @@ logger = logging.getLogger("django_qless")
 #: with the position of the jid among their arguments.
 PROMISED = {"put": 2, "requeue": 2, "put.ifabsent": 3, "put.many": 3}
 #: Commands whose shortfall is logged: the job ran, there is nothing left to retry.
-REPORTED = {"complete": 0, "fail": 0, "retry": 0}
+REPORTED = {"complete": 0, "complete.pop": 0, "fail": 0, "retry": 0}
 ACKNOWLEDGED = frozenset(PROMISED) | frozenset(REPORTED)
 
 

@@ -31,7 +31,7 @@ from .exceptions import (
 )
 
 #: Commands whose "not yours any more" replies mean the caller lost the job's lock.
-LOCK_COMMANDS = frozenset({"complete", "fail", "retry", "heartbeat"})
+LOCK_COMMANDS = frozenset({"complete", "complete.pop", "fail", "retry", "heartbeat"})
 #: Commands that add a job or a template: refused whole (nothing written) when Redis is full.
 GROWING_COMMANDS = frozenset({"put", "requeue", "put.ifabsent", "put.many", "recur"})
 

@@ -2,8 +2,9 @@
 
 The loop asks `next_job()` for a job, runs it, and gives the outcome to `finished()`. A job
 that succeeded is completed here, in one round trip with the pops of the jobs after it
-(see `held`): with a job already held, the completion is only sent and its answer read
-when the next job is due, so the worker does not wait for Redis between two jobs.
+(see `held`), the first pop in the completion's own script call (`complete.pop`): with a
+job already held, the completion is only sent and its answer read when the next job is
+due, so the worker does not wait for Redis between two jobs.
 
 Threads: everything runs in the worker's job thread, where the signals of completions are
 sent, except `hand_back_held()`, which the monitor thread calls when the running job has
@@ -43,6 +44,9 @@ from .state import StopState
 from .throughput import Tally
 
 logger = logging.getLogger("django_qless.worker")
+
+#: The pop half of a refused `complete.pop`: no job (the script wrote nothing).
+NOTHING_POPPED = "{}"
 
 
 class Fetcher:
@@ -146,23 +150,32 @@ class Fetcher:
 
     def _send_ahead(self, job: Job, duration: float, in_hand: int) -> None:
         """Send the completion and the pops topping the held jobs up, without waiting."""
-        calls = [self._completion(job)]
-        replies = [Reply(partial(self._answered, job, duration), deferred=True)]
-        for queues, count in self._asks(self._extra(self.jobs_run + 2, in_hand - 1)):
-            pop, receive = self.held.ask(queues, count)
-            calls.append(pop)
-            replies.append(receive)
+        completion = Reply(partial(self._answered, job, duration), deferred=True)
+        asks = self._asks(self._extra(self.jobs_run + 2, in_hand - 1))
+        calls = self._completion_with(job, asks)
+        if asks:
+            (queues, count), *rest = asks
+            replies = [Reply(partial(self._split, completion, self.held.expect(queues, count)))]
+            for queues, count in rest:
+                pop, receive = self.held.ask(queues, count)
+                calls.append(pop)
+                replies.append(receive)
+        else:
+            replies = [completion]
         self.batch.send(calls, replies)
 
     def _complete_and_pop(self, job: Job, duration: float) -> Outcome:
         """Complete and pop in one round trip, waiting for both answers."""
         asks = self._asks(1 + self._extra(self.jobs_run + 2, 0))
-        pops = [commands.pop_first(names(queues), self.name, count) for queues, count in asks]
         try:
-            completed, *popped = self.batch.call_many([self._completion(job), *pops])
+            answers = self.batch.call_many(self._completion_with(job, asks))
         except ScriptNotLoadedError:
             self.settle()
             return self._complete_alone(job, duration)  # loads the script again
+        completed, popped = answers[0], answers[1:]
+        if asks:
+            completed, first = split_answer(completed)
+            popped.insert(0, first)
         for (queues, _), reply in zip(asks, popped, strict=True):
             if isinstance(reply, Exception):
                 logger.warning("qless worker %s: pop from %s failed: %s", self.name,
@@ -204,6 +217,23 @@ class Fetcher:
     def _completion(self, job: Job) -> Command:
         """The `complete` of a job that succeeded, its data unchanged."""
         return commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
+
+    def _completion_with(self, job: Job, asks: Sequence[tuple[Sequence[Queue], int]]
+                         ) -> list[Command]:
+        """The completion of `job` and the pops of `asks`; the first pop goes in the same
+        script call as the completion (`complete.pop`), which saves Redis a call per job."""
+        if not asks:
+            return [self._completion(job)]
+        (queues, count), *rest = asks
+        first = commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
+                                      names(queues), count)
+        return [first, *(commands.pop_first(names(q), self.name, n) for q, n in rest)]
+
+    def _split(self, completion: Reply, popped: Reply, answer: Any) -> None:
+        """Hand the two halves of a `complete.pop` answer to their own handlers."""
+        state, jobs = split_answer(answer)
+        self.batch.deliver(completion, state)
+        self.batch.deliver(popped, jobs)
 
     def _count(self, job: Job, outcome: Outcome, duration: float = 0.0) -> None:
         """Count one outcome, in all, by klass and by queue with its run time (for the live
@@ -267,6 +297,15 @@ class Fetcher:
         self.order.served(next(q for q in order if q.name == jobs[0].queue_name))
         self.held.hold(jobs[1:])
         return jobs[0]
+
+
+def split_answer(answer: Any) -> tuple[Any, Any]:
+    """`complete.pop`'s answer as (the completion's, the pop's): an error refused both, so
+    the pop then brought nothing."""
+    if isinstance(answer, BaseException):
+        return answer, NOTHING_POPPED
+    state, jobs = answer
+    return state, jobs
 
 
 def names(queues: Sequence[Queue]) -> list[str]:

@@ -79,6 +79,12 @@ class HeldJobs:
     def ask(self, queues: Sequence[Queue], count: int) -> tuple[Command, Reply]:
         """A pop of `count` jobs from the first of `queues` that has any, to send, and where
         its reply goes (into the held jobs)."""
+        names = [queue.name for queue in queues]
+        return commands.pop_first(names, self.client.worker_name, count), self.expect(queues,
+                                                                                     count)
+
+    def expect(self, queues: Sequence[Queue], count: int) -> Reply:
+        """Where the reply of a pop of `count` jobs from `queues`, sent by the caller, goes."""
 
         def receive(value: Any) -> None:
             self.asked -= count
@@ -90,8 +96,7 @@ class HeldJobs:
 
         with self.lock:
             self.asked += count
-        names = [queue.name for queue in queues]
-        return commands.pop_first(names, self.client.worker_name, count), Reply(receive)
+        return Reply(receive)
 
     def hold(self, jobs: list[Job]) -> None:
         """Keep popped jobs to start later, in the order given."""

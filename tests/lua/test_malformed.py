@@ -255,6 +255,13 @@ CASES: list[Case] = [
     case("pop-first-count-string", "pop.first", "w1", "many", "q"),
     case("pop-first-no-queue", "pop.first", "w1", 1),
     case("pop-first-later-queue-empty", "pop.first", "w1", 1, "q", ""),
+    # complete.pop (extension): the pop's arguments checked before the completion writes
+    case("complete-pop-count-missing", "complete.pop", *COMPLETE),
+    case("complete-pop-count-string", "complete.pop", *COMPLETE, "many", "q"),
+    case("complete-pop-no-queue", "complete.pop", *COMPLETE, 1),
+    case("complete-pop-later-queue-empty", "complete.pop", *COMPLETE, 1, "q", ""),
+    case("complete-pop-worker-empty", "complete.pop", "run", "", "q", "{}", 1, "q"),
+    case("complete-pop-data-not-json", "complete.pop", "run", "w1", "q", "{bad", 1, "q"),
     # put.many (extension): every group parsed before the first put is written
     case("put-many-count-missing", "put.many", "client"),
     case("put-many-count-too-long", "put.many", 7, *PUT),
@@ -327,6 +334,8 @@ def test_malformed_call_is_refused_and_writes_nothing(lua, keyspace, item):
 REFUSED: list[Case] = [
     case("requeue-unknown", "requeue", "client", "q", "nope", "K", "{}", 0),
     case("complete-other-worker", "complete", "run", "w9", "q", "{}"),
+    case("complete-pop-other-worker", "complete.pop", "run", "w9", "q", "{}", 1, "q"),
+    case("complete-pop-not-running", "complete.pop", "wait", "w1", "q", "{}", 1, "q"),
     case("complete-other-queue", "complete", "run", "w1", "q9", "{}"),
     case("complete-not-running", "complete", "wait", "w1", "q", "{}"),
     case("complete-next-cycle", "complete", "run", "w1", "q", "{}", "next", "q", "depends",

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import redis
 
 from django_qless import signals
 from django_qless.core import Batch, Client
@@ -171,3 +172,22 @@ def test_the_worker_gives_its_connection_back_when_the_queue_runs_dry(
     assert [job_state(qless, jid) for jid in jids] == ["complete"] * 2 + ["failed"] + [
         "complete"] * 2
     assert worker.jobs_run == 5 and not worker.fetcher.batch.holding
+
+
+def test_a_completion_and_the_next_pop_go_in_one_script_call(
+    put: Callable[..., str], run_worker: Callable[..., Worker], redis_client: redis.Redis,
+) -> None:
+    def script_calls() -> int:
+        stats = redis_client.info("commandstats")
+        return int(stats["cmdstat_evalsha"]["calls"]) if "cmdstat_evalsha" in stats else 0
+
+    redis_client.config_resetstat()
+    run_worker("q")  # nothing to do: start-up and one empty pop
+    idle = script_calls()
+    for _ in range(20):
+        put("worker.noop")
+    redis_client.config_resetstat()
+    worker = run_worker("q")
+    assert worker.outcomes == {"completed": 20}
+    # The first pop, then one `complete.pop` per job (two calls per job without it).
+    assert script_calls() - idle <= 20 + 1, (idle, script_calls())

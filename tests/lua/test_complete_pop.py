@@ -1,0 +1,76 @@
+"""complete.pop, the extension that completes a job and pops the next in one call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.lua.helpers import T0, expect_error, get, listish, pop, put
+
+
+def complete_pop(lua: Any, now: float, jid: str, *queues: str, count: int = 1,
+                 worker: str = "w1", queue: str = "q") -> tuple[str, list[Any]]:
+    """Call complete.pop and decode its two halves."""
+    state, jobs = lua("complete.pop", now, jid, worker, queue, "{}", count, *queues)
+    return state, listish(json.loads(jobs))
+
+
+def test_completes_then_pops_from_the_first_queue_that_has_jobs(lua):
+    put(lua, T0, "done", "q")
+    put(lua, T0, "b1", "b")
+    put(lua, T0 + 0.5, "b2", "b")
+    pop(lua, T0 + 1, "q", "w1")
+    state, jobs = complete_pop(lua, T0 + 2, "done", "a", "b", count=5)
+    assert state == "complete"
+    assert get(lua, "done")["state"] == "complete"
+    assert [(job["jid"], job["state"], job["worker"]) for job in jobs] == [
+        ("b1", "running", "w1"), ("b2", "running", "w1")]
+
+
+def test_the_same_writes_and_replies_as_complete_then_pop_first(lua, redis_client):
+    def run(two_calls: bool) -> tuple[Any, dict[bytes, Any]]:
+        redis_client.flushdb()
+        put(lua, T0, "j1", "q")
+        put(lua, T0 + 0.5, "j2", "q")
+        pop(lua, T0 + 1, "q", "w1")
+        if two_calls:
+            answer = [lua("complete", T0 + 2, "j1", "w1", "q", "{}"),
+                      lua("pop.first", T0 + 2, "w1", 1, "q", "other")]
+        else:
+            answer = lua("complete.pop", T0 + 2, "j1", "w1", "q", "{}", 1, "q", "other")
+        keys = sorted(redis_client.scan_iter(count=1000))
+        return answer, {key: redis_client.dump(key) for key in keys}
+
+    assert run(two_calls=False) == run(two_calls=True)
+
+
+def test_an_empty_pop_still_completes(lua):
+    put(lua, T0, "only", "q")
+    pop(lua, T0 + 1, "q", "w1")
+    assert complete_pop(lua, T0 + 2, "only", "q") == ("complete", [])
+
+
+def test_a_refused_completion_pops_nothing(lua, keyspace):
+    put(lua, T0, "mine", "q")
+    put(lua, T0 + 0.5, "next", "q")
+    pop(lua, T0 + 1, "q", "w1")
+    lua("timeout", T0 + 2, "mine")
+    before = keyspace()
+    expect_error(lua, r"Complete\(\): Job mine is not currently running: stalled",
+                 "complete.pop", T0 + 3, "mine", "w1", "q", "{}", 1, "q")
+    assert keyspace() == before
+    assert get(lua, "next")["state"] == "waiting"
+
+
+def test_bad_pop_arguments_are_refused_before_the_completion_writes(lua, keyspace):
+    put(lua, T0, "run", "q")
+    pop(lua, T0 + 1, "q", "w1")
+    before = keyspace()
+    expect_error(lua, r'Complete\.pop\(\): Arg "count" missing or not a number: many',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", "many", "q")
+    expect_error(lua, r'Complete\.pop\(\): Arg "queue" missing',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", 1)
+    expect_error(lua, r'Complete\.pop\(\): Arg "queue" missing or empty',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", 1, "q", "")
+    assert keyspace() == before
+    assert get(lua, "run")["state"] == "running"
