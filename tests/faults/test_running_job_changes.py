@@ -90,9 +90,11 @@ class Wire(threading.Thread):
 
     def about(self, jid: str, command: str, after: float = -math.inf,
               before: float = math.inf) -> list[Call]:
-        """The calls of `command` on `jid` that Redis ran strictly between two times."""
+        """The calls of `command` on `jid` that Redis ran strictly between two times (a
+        `complete` also as the first half of the worker's `complete.pop`)."""
+        names = {command, f"{command}.pop"} if command == "complete" else {command}
         return [call for call in self.calls
-                if call.command == command and call.args[:1] == (jid,) and after < call.t < before]
+                if call.command in names and call.args[:1] == (jid,) and after < call.t < before]
 
 
 @pytest.fixture
