@@ -74,6 +74,17 @@ local function whole_text(n)
   return n
 end
 
+-- `now` as the job hash's `time` field stores it (%.20f, a long print), remembered for
+-- the next call with the same number: complete.pop stores it for the completed job and
+-- for the popped ones.
+local time_number, time_string
+local function time_text(n)
+  if n ~= time_number then
+    time_number, time_string = n, string.format('%.20f', n)
+  end
+  return time_string
+end
+
 -- Raises `message .. tostring(value)` unless value is a finite number.
 local function need_number(value, message)
   local n = finite(value)
