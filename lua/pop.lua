@@ -191,6 +191,9 @@ end
 -- `pop` of each of the queues a[from], a[from + 1], ... until one hands jobs out; the
 -- JSON list of those jobs (`{}` when none does).
 local function pop_first(now, worker, count, a, from)
+  if #a == from then -- one queue: its pop, without the reads that would pass it over
+    return encode(QlessQueue.pop(now, a[from], worker, count))
+  end
   local popped_any = false
   for i = from, #a do
     if may_hand_out(a[i], now) then
