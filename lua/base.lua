@@ -64,27 +64,6 @@ local function finite(value)
   return n
 end
 
--- A whole number as the text Redis would print for it as a redis.call argument
--- (%.17g), by the cheaper %d; any other value is returned as it is (see the note on
--- numbers below).
-local function whole_text(n)
-  if n ~= 0 and n > -1e15 and n < 1e15 and n == floor(n) then
-    return string.format('%d', n)
-  end
-  return n
-end
-
--- `now` as the job hash's `time` field stores it (%.20f, a long print), remembered for
--- the next call with the same number: complete.pop stores it for the completed job and
--- for the popped ones.
-local time_number, time_string
-local function time_text(n)
-  if n ~= time_number then
-    time_number, time_string = n, string.format('%.20f', n)
-  end
-  return time_string
-end
-
 -- Raises `message .. tostring(value)` unless value is a finite number.
 local function need_number(value, message)
   local n = finite(value)

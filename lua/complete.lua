@@ -88,9 +88,9 @@ end
 -- jobs-history options), release dependents (if the job has any).
 local function finish(now, jid, p, current, config, dependents)
   Qless.publish('log', encode({ jid = jid, event = 'completed', queue = p.queue }))
-  local time = time_text(now)
+  local time = Qless.time_text(now)
   rcall('hmset', 'ql:j:' .. jid, 'state', 'complete', 'worker', '', 'failure', '{}', 'queue', '',
-    'expires', '0', 'remaining', whole_text(tonumber(current[3])), 'time', time)
+    'expires', '0', 'remaining', Qless.whole_text(tonumber(current[3])), 'time', time)
   if p.raw ~= current[7] then -- data sent back unchanged is already stored
     rcall('hset', 'ql:j:' .. jid, 'data', p.raw)
   end

@@ -147,7 +147,7 @@ function QlessQueue.pop(now, queue, worker, count)
   end
   jids = candidates(queue, now, count, jids, present >= 4)
   local popped = {}
-  local time = #jids > 0 and time_text(now) -- the `time` of every popped job
+  local time = #jids > 0 and Qless.time_text(now) -- the `time` of every popped job
   local untracked = present % 4 < 2
   for _, jid in ipairs(jids) do
     popped[#popped + 1] = pop_one(now, queue, jid, worker, expires, cap, time, untracked)

@@ -12,6 +12,29 @@ local function day_text(now)
   return tostring(day)
 end
 
+-- A whole number as the text Redis would print for it as a redis.call argument
+-- (%.17g), by the cheaper %d; any other value is returned as it is (see the note on
+-- numbers in base.lua). Here rather than in base.lua, whose top level every call runs:
+-- only the commands that load this module print such numbers.
+local function whole_text(n)
+  if n ~= 0 and n > -1e15 and n < 1e15 and n == floor(n) then
+    return string.format('%d', n)
+  end
+  return n
+end
+Qless.whole_text = whole_text
+
+-- `now` as the job hash's `time` field stores it (%.20f, a long print), remembered for
+-- the next call with the same number: complete.pop stores it for the completed job and
+-- for the popped ones.
+local time_number, time_string
+function Qless.time_text(n)
+  if n ~= time_number then
+    time_number, time_string = n, string.format('%.20f', n)
+  end
+  return time_string
+end
+
 -- The histogram field a duration (seconds) is counted in.
 local function bucket(seconds)
   seconds = floor(seconds)
