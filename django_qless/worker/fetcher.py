@@ -152,16 +152,16 @@ class Fetcher:
         """Send the completion and the pops topping the held jobs up, without waiting."""
         completion = Reply(partial(self._answered, job, duration), deferred=True)
         asks = self._asks(self._extra(self.jobs_run + 2, in_hand - 1))
-        calls = self._completion_with(job, asks)
-        if asks:
-            (queues, count), *rest = asks
-            replies = [Reply(partial(self._split, completion, self.held.expect(queues, count)))]
-            for queues, count in rest:
-                pop, receive = self.held.ask(queues, count)
-                calls.append(pop)
-                replies.append(receive)
-        else:
-            replies = [completion]
+        if not asks:
+            self.batch.send([self._completion(job)], [completion])
+            return
+        (queues, count), *rest = asks
+        calls = [self._complete_pop(job, queues, count)]
+        replies = [Reply(partial(self._split, completion, self.held.expect(queues, count)))]
+        for queues, count in rest:
+            pop, receive = self.held.ask(queues, count)
+            calls.append(pop)
+            replies.append(receive)
         self.batch.send(calls, replies)
 
     def _complete_and_pop(self, job: Job, duration: float) -> Outcome:
@@ -225,9 +225,13 @@ class Fetcher:
         if not asks:
             return [self._completion(job)]
         (queues, count), *rest = asks
-        first = commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
-                                      names(queues), count)
-        return [first, *(commands.pop_first(names(q), self.name, n) for q, n in rest)]
+        return [self._complete_pop(job, queues, count),
+                *(commands.pop_first(names(q), self.name, n) for q, n in rest)]
+
+    def _complete_pop(self, job: Job, queues: Sequence[Queue], count: int) -> Command:
+        """The completion of `job` with a pop of `count` jobs from `queues`, in one call."""
+        return commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
+                                     names(queues), count)
 
     def _split(self, completion: Reply, popped: Reply, answer: Any) -> None:
         """Hand the two halves of a `complete.pop` answer to their own handlers."""

@@ -80,8 +80,8 @@ class HeldJobs:
         """A pop of `count` jobs from the first of `queues` that has any, to send, and where
         its reply goes (into the held jobs)."""
         names = [queue.name for queue in queues]
-        return commands.pop_first(names, self.client.worker_name, count), self.expect(queues,
-                                                                                     count)
+        pop = commands.pop_first(names, self.client.worker_name, count)
+        return pop, self.expect(queues, count)
 
     def expect(self, queues: Sequence[Queue], count: int) -> Reply:
         """Where the reply of a pop of `count` jobs from `queues`, sent by the caller, goes."""

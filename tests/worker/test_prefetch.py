@@ -191,3 +191,12 @@ def test_a_completion_and_the_next_pop_go_in_one_script_call(
     assert worker.outcomes == {"completed": 20}
     # The first pop, then one `complete.pop` per job (two calls per job without it).
     assert script_calls() - idle <= 20 + 1, (idle, script_calls())
+
+
+def test_round_robin_pops_ahead_one_job_per_queue_with_the_completion(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+) -> None:
+    jids = [put("worker.noop", queue=queue) for _ in range(10) for queue in ("a", "b")]
+    worker = run_worker("a", "b", strategy="round-robin", prefetch=3)
+    assert worker.outcomes == {"completed": 20}
+    assert {job_state(qless, jid) for jid in jids} == {"complete"}
