@@ -45,7 +45,8 @@ from .throughput import Tally
 
 logger = logging.getLogger("django_qless.worker")
 
-#: The pop half of a refused `complete.pop`: no job (the script wrote nothing).
+#: The pop half of a `complete.pop` answered with an error: no job reached this worker
+#: (a refused completion popped nothing; after a lost connection, what was leased expires).
 NOTHING_POPPED = "{}"
 
 
