@@ -19,6 +19,7 @@ REQUIRED_IN_WHEEL = (
     f"{PACKAGE}/__init__.py",
     f"{PACKAGE}/py.typed",
     f"{PACKAGE}/core/qless.lua",
+    f"{PACKAGE}/core/qless_library.lua",
     f"{PACKAGE}/migrations/__init__.py",
     f"{PACKAGE}/migrations/0001_initial.py",
     f"{PACKAGE}/static/django_qless/admin.css",

@@ -6,9 +6,10 @@ A private redis-server and a `@qless_job` with one integer argument, outside any
 transaction (no database: the put goes straight to Redis). Per mode and round: puts/s
 (wall clock), the client's CPU per put (`time.process_time`, this process) and Redis' CPU
 per put (`INFO cpu`, the main thread's user + system time, network and parsing included),
-beside `cmdstat_evalsha` usec per call. CPU figures move much less than wall time with
-the machine's load; each figure is the median of the rounds. The database is flushed
-between rounds so every round puts into empty queues. The last lines give the rate the
+beside the script's usec per call (`cmdstat_fcall` on Redis 7, else `cmdstat_evalsha`).
+CPU figures move much less than wall time with the machine's load; each figure is the
+median of the rounds. The database is flushed between rounds so every round puts into
+empty queues. The last lines give the rate the
 CPU figures allow when the client and Redis each have a core: a single call runs them in
 turn (1 / (client + Redis)), pipelined batches overlap them (1 / max(client, Redis)).
 """
@@ -51,7 +52,9 @@ def measure(client: redis.Redis, jobs: int, run: Callable[[], None]) -> dict[str
     run()
     cpu1, wall1 = time.process_time(), time.perf_counter()
     server1 = redis_cpu(client)
-    stats = client.info("commandstats").get("cmdstat_evalsha", {})
+    every = client.info("commandstats")
+    # The puts go as FCALL of the function library on Redis 7, as EVALSHA otherwise.
+    stats = every.get("cmdstat_fcall") or every.get("cmdstat_evalsha", {})
     queued = client.zcard(f"ql:q:{QUEUE}-work")
     if queued != jobs:
         raise SystemExit(f"expected {jobs} waiting jobs, found {queued}")
@@ -59,7 +62,7 @@ def measure(client: redis.Redis, jobs: int, run: Callable[[], None]) -> dict[str
         "puts/s": jobs / (wall1 - wall0),
         "client CPU us/put": (cpu1 - cpu0) / jobs * 1e6,
         "Redis CPU us/put": (server1 - server0) / jobs * 1e6,
-        "evalsha us/call": float(stats.get("usec_per_call", 0.0)),
+        "script us/call": float(stats.get("usec_per_call", 0.0)),
     }
 
 

@@ -52,3 +52,11 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, every: float = 
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+def script_calls(connection: Any) -> int:
+    """Calls of the qless script Redis ran since its stats were reset: EVALSHA of the
+    script and FCALL of its function library."""
+    stats = connection.info("commandstats")
+    return sum(int(stats[name]["calls"]) for name in ("cmdstat_evalsha", "cmdstat_fcall")
+               if name in stats)

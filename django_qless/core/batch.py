@@ -1,13 +1,14 @@
 """Several script commands in one round trip: the worker completes a job and pops the next.
 
-The commands are EVALSHA of the client's script, packed as RESP here and written on one
+The commands are calls of the client's script (EVALSHA, or FCALL of its function library
+for the per-job commands: `QlessScript.head`), packed as RESP here and written on one
 connection of the client's pool; the replies are read back in order and decoded by
 `replies.decode`, as for single calls, but errors are returned in place, so each command's
 outcome is handled on its own and the connection stays in step with Redis. This is what
 a non-transactional redis-py pipeline does, minus its per-command machinery, which costs
 more CPU than the worker's whole job loop. NOSCRIPT (after a Redis restart or SCRIPT
-FLUSH) is raised by `call_many` as `ScriptNotLoadedError`: the caller then falls back to
-plain calls, which load the script again. A connection error, or anything that interrupts
+FLUSH) or a missing library is raised by `call_many` as `ScriptNotLoadedError`: the caller
+then falls back to plain calls, which load it again. A connection error, or anything that interrupts
 the exchange, drops the connection (Redis may still owe replies on it) and is raised;
 nothing is retried, since a repeated `complete` or `pop` is not the same as the first.
 
@@ -42,6 +43,7 @@ from .replies import decode
 
 if TYPE_CHECKING:
     from .client import Client
+    from .script import QlessScript
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Batch:
 
     def send(self, commands: Sequence[Command], replies: Sequence[Reply]) -> None:
         """Write `commands` now; each reply is handled by its `Reply` once read (see `read`)."""
-        packed = pack(self.client.script.sha, self.client.now(), commands)
+        packed = pack(self.client.script, self.client.now(), commands)
         pending = [
             _Pending(name, reply) for (name, _), reply in zip(commands, replies, strict=True)
         ]
@@ -210,21 +212,16 @@ def call_many(client: Client, commands: Sequence[Command]) -> list[Any]:
         batch.release()
 
 
-_HEADS: dict[str, bytes] = {}
-
-
-def pack(sha: str, now: float, commands: Sequence[Command], step: float = 0.0) -> bytes:
-    """The RESP bytes of one `EVALSHA sha 0 name now *args` per command; with `step`, the
-    i-th command's clock is `now + i * step`."""
-    head = _HEADS.get(sha)
-    if head is None:
-        head = _HEADS[sha] = b"$7\r\nEVALSHA\r\n" + _bulk(sha.encode()) + b"$1\r\n0\r\n"
+def pack(script: QlessScript, now: float, commands: Sequence[Command], step: float = 0.0) -> bytes:
+    """The RESP bytes of one `EVALSHA sha 0 name now *args` (or `FCALL library 0 ...`, as
+    `script.head` says) per command; with `step`, the i-th command's clock is `now + i * step`."""
     stamp = _bulk(repr(float(now)).encode())
     parts: list[bytes] = []
     for index, (name, args) in enumerate(commands):
         if step:
             stamp = _bulk(repr(float(now + index * step)).encode())
-        parts.append(b"*%d\r\n%s%s%s" % (len(args) + 5, head, _bulk(name.encode()), stamp))
+        parts.append(b"*%d\r\n%s%s%s" % (len(args) + 5, script.head(name), _bulk(name.encode()),
+                                          stamp))
         for value in args:
             data = value.encode() if type(value) is str else _arg(value)
             parts.append(b"$%d\r\n%s\r\n" % (len(data), data))

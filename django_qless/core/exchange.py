@@ -2,10 +2,11 @@
 
 redis-py's `Script.__call__` -> `execute_command` costs the client about as much CPU as a
 put's own work (argument processing, observability hooks, retry wrappers); here the
-EVALSHA is packed once (`batch.pack`), written on a connection and its reply read back
-and decoded by `replies.decode`, as `Batch` does for several. Anything unusual goes the
-ordinary way, `QlessScript.__call__`, which has every recovery: NOSCRIPT (nothing ran: it
-loads the script and calls again) and a connection error (redis-py's own retry policy
+call (EVALSHA, or FCALL of the function library) is packed once (`batch.pack`), written on
+a connection and its reply read back and decoded by `replies.decode`, as `Batch` does for
+several. Anything unusual goes the ordinary way, `QlessScript.__call__`, which has every
+recovery: NOSCRIPT or a missing library (nothing ran: it loads what is missing and calls
+again) and a connection error (redis-py's own retry policy
 sends the command again, as it would have anyway).
 
 The connection is the client's `Slot`: one connection kept out of the pool for this path,
@@ -90,8 +91,8 @@ def run(client: Client, command: Command) -> Any:
         return _fallback(client, command)
     value = decode(command.name, reply)
     if isinstance(value, ScriptNotLoadedError):
-        # Nothing ran: redis-py's Script loads the script and calls again.
-        return _fallback(client, command)
+        # Nothing ran: the ordinary call loads what was missing and calls again.
+        return client.script(command.name, client.now(), *command.args, missing=value)
     if isinstance(value, Exception):
         if value is reply:
             raise value
@@ -104,10 +105,10 @@ _FAILED = object()
 
 
 def _exchange(client: Client, command: Command, connection: Any, drop: Any) -> Any:
-    """Write the EVALSHA and read its reply (an error reply returned, not raised); on a
+    """Write the call and read its reply (an error reply returned, not raised); on a
     link error `drop()` the connection and return `_FAILED`."""
     try:
-        connection.send_packed_command([pack(client.script.sha, client.now(), [command])])
+        connection.send_packed_command([pack(client.script, client.now(), [command])])
         try:
             return connection.read_response()
         except redis.ResponseError as exc:

@@ -29,10 +29,10 @@ from .commands import Command
 from .exceptions import PartialPutError, ScriptNotLoadedError
 from .replication import ReplicaAck
 from .replies import decode
-from .script import script_text
 
 if TYPE_CHECKING:
     from .client import Client
+    from .script import QlessScript
 
 _pack_command: Callable[[tuple[Any, ...]], bytes] | None
 try:
@@ -62,7 +62,7 @@ def run(client: Client, commands: Sequence[Command]) -> list[Any]:
     missing = [i for i, reply in enumerate(answered) if isinstance(reply, ScriptNotLoadedError)]
     if missing:
         # Those did not run (Redis restarted or flushed its scripts): load it, send them.
-        client.redis.script_load(script_text())
+        client.script.load(answered[missing[0]])
         again = _exchange(client, [calls[i] for i in missing], [sizes[i] for i in missing])
         for i, reply in zip(missing, again, strict=False):
             answered[i] = reply
@@ -132,7 +132,7 @@ def _exchange(client: Client, calls: Sequence[Command], sizes: Sequence[int]) ->
     call. Replies (errors as instances) in order.
     """
     ack = client.replica_ack
-    sha = client.script.sha
+    script = client.script
     clock = client.now()
     replies: list[Any] = []
     in_flight: deque[Sequence[Command]] = deque()
@@ -145,7 +145,7 @@ def _exchange(client: Client, calls: Sequence[Command], sizes: Sequence[int]) ->
             clock = max(client.now(), clock)
             parts = []
             for call, weight in zip(chunk, weights, strict=True):
-                parts.append(_pack(sha, clock, call))
+                parts.append(_pack(script, clock, call))
                 clock += weight * STEP
             if ack is not None:
                 parts.append(ack.packed())
@@ -178,12 +178,13 @@ def _chunks(
         yield calls[start:], sizes[start:]
 
 
-def _pack(sha: str, now: float, call: Command) -> bytes:
+def _pack(script: QlessScript, now: float, call: Command) -> bytes:
     """The RESP bytes of one call: hiredis' packer when it is installed (half the CPU of
     `batch.pack` for a `put.many`, the same bytes: numbers by `repr`), else `batch.pack`."""
     if _pack_command is None:
-        return pack(sha, now, [call])
-    return _pack_command(("EVALSHA", sha, 0, call.name, float(now), *call.args))
+        return pack(script, now, [call])
+    verb, target = script.call_words(call.name)
+    return _pack_command((verb, target, 0, call.name, float(now), *call.args))
 
 
 def _read_chunk(

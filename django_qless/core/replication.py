@@ -21,7 +21,6 @@ import redis
 from .commands import Command
 from .exceptions import InvalidArgumentError, ReplicationError, ScriptNotLoadedError
 from .replies import decode
-from .script import script_text
 
 if TYPE_CHECKING:
     from .client import Client
@@ -102,7 +101,7 @@ def call(client: Client, ack: ReplicaAck, command: Command) -> Any:
     reply, acknowledged = _exchange(client, ack, command)
     if isinstance(reply, ScriptNotLoadedError):
         # Nothing ran (a restarted or promoted Redis without the script): load it, once.
-        client.redis.script_load(script_text())
+        client.script.load(reply)
         reply, acknowledged = _exchange(client, ack, command)
     if isinstance(reply, Exception):
         raise reply
@@ -111,14 +110,14 @@ def call(client: Client, ack: ReplicaAck, command: Command) -> Any:
 
 
 def _exchange(client: Client, ack: ReplicaAck, command: Command) -> tuple[Any, Any]:
-    """Send EVALSHA and WAIT together; return both replies (errors as instances)."""
+    """Send the script call and WAIT together; return both replies (errors as instances)."""
     from .batch import pack  # noqa: PLC0415 - batch imports this module
 
     pool = client.redis.connection_pool
     connection = pool.get_connection()
     try:
         connection.send_packed_command(  # type: ignore[no-untyped-call]
-            [pack(client.script.sha, client.now(), [command]) + ack.packed()]
+            [pack(client.script, client.now(), [command]) + ack.packed()]
         )
         replies = [_read(connection) for _ in range(2)]
     except BaseException:

@@ -5,7 +5,8 @@ one round trip, transactions of recurring templates) hands what Redis answered t
 `decode`, so a given reply means the same exception everywhere:
 - the script's own refusals become the `ScriptError` subclass the message calls for
   (`ERROR_TABLE`, first match wins);
-- NOSCRIPT (Redis restarted or flushed its scripts) becomes `ScriptNotLoadedError`;
+- NOSCRIPT (Redis restarted or flushed its scripts), and an FCALL of the function library
+  that did not run (`not_run`), become `ScriptNotLoadedError`;
 - an out-of-memory refusal of a command that adds a job becomes `QueueFullError`, and
   stays redis-py's `OutOfMemoryError` for the others;
 - any other error (a lost connection, a read-only replica) is returned unchanged.
@@ -62,10 +63,20 @@ ERROR_TABLE: tuple[tuple[re.Pattern[str], type[ScriptError], frozenset[str] | No
     ),
 )
 
-# Redis 7: "user_script:12: msg script: <sha>, on @user_script:12."
+#: What Redis answers an FCALL that did not run: the library is not loaded (a restart,
+#: `FUNCTION FLUSH`), or Redis has no functions or does not let this user call them.
+_NOT_RUN = re.compile(
+    r"^Function not found|unknown command .fcall|permissions? to run the .fcall", re.I
+)
+
+# Redis 7: "user_script:12: msg script: <sha>, on @user_script:12."; in the function
+# library "user_function:12: msg script: <library>, on @user_function:12."
 # Redis <= 6.2: "Error running script (call to f_<sha>): @user_script:12: user_script:12: msg"
-_POSITION = re.compile(r"^@?user_script:\d+:\s*")
-_TRAILER = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:\d+\.\s*$", re.S)
+_POSITION = re.compile(r"^@?user_(?:script|function):\d+:\s*")
+_TRAILER = re.compile(
+    r"\s*script: (?:[0-9a-f]{40}|django_qless_[0-9a-f]+), on @user_(?:script|function):\d+\.\s*$",
+    re.S,
+)
 _RUNNING = re.compile(r"^Error running script \(call to f_[0-9a-f]{40}\):\s*", re.S)
 
 
@@ -82,7 +93,7 @@ def decode(command: str, reply: Any) -> Any:
 
 def error(command: str, exc: Exception) -> Exception:
     """The exception that an error answered to `command` stands for."""
-    if isinstance(exc, redis.exceptions.NoScriptError):
+    if isinstance(exc, redis.exceptions.NoScriptError) or not_run(exc):
         return ScriptNotLoadedError(f"{command}: Redis does not have the qless script: {exc}")
     if isinstance(exc, redis.exceptions.OutOfMemoryError):
         if command in GROWING_COMMANDS and not isinstance(exc, QueueFullError):
@@ -97,11 +108,19 @@ def error(command: str, exc: Exception) -> Exception:
     return exc
 
 
+def not_run(error: Exception) -> bool:
+    """True when Redis answered an FCALL of the library without running it."""
+    return isinstance(error, redis.ResponseError) and _NOT_RUN.search(str(error)) is not None
+
+
 def is_script_error(error: redis.ResponseError) -> bool:
     """True when a ResponseError came from inside the script rather than from Redis itself."""
     text = str(error)
-    return "user_script" in text or _TRAILER.search(text) is not None or (
-        _RUNNING.match(text) is not None
+    return (
+        "user_script" in text
+        or "user_function" in text
+        or _TRAILER.search(text) is not None
+        or _RUNNING.match(text) is not None
     )
 
 

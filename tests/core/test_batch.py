@@ -12,6 +12,7 @@ from redis.connection import Connection
 
 from django_qless.core import Client, Command, Job, LockLostError, ScriptNotLoadedError, commands
 from django_qless.core.batch import Batch, Reply, call_many, pack
+from django_qless.core.script import QlessScript, library_name, script_sha
 from tests.redis_harness import RedisServer
 from tests.support import FakeClock, wait_for
 
@@ -67,15 +68,17 @@ def test_completes_and_pops_in_one_round_trip(client: Client) -> None:
 
 
 def test_text_and_numbers_are_packed_as_redis_py_packs_them() -> None:
-    sha = "0123456789abcdef" * 2 + "01234567"
+    script = QlessScript(redis.Redis())  # no connection is made: packing is local
     args: list[Any] = ["jid", "caf\u00e9 \u2713", b"\x00raw", 3, 2.5, -1e-7]
     expected = b"".join(Connection().pack_command(  # type: ignore[no-untyped-call]
-        "EVALSHA", sha, 0, "complete", 1700000000.25, *args
+        "FCALL", library_name(), 0, "complete", 1700000000.25, *args
     ))
-    assert pack(sha, 1700000000.25, [Command("complete", tuple(args))]) == expected
-    assert pack(sha, 1.0, [Command("a", ()), Command("b", (1,))]) == b"".join(
-        b"".join(Connection().pack_command("EVALSHA", sha, 0, name, 1.0, *rest))  # type: ignore[no-untyped-call]
-        for name, rest in (("a", []), ("b", [1]))
+    assert pack(script, 1700000000.25, [Command("complete", tuple(args))]) == expected
+    # A command outside the library's set goes as EVALSHA of the script.
+    assert pack(script, 1.0, [Command("a", ()), Command("pop", (1,))]) == b"".join(
+        b"".join(Connection().pack_command(*words, 0, name, 1.0, *rest))  # type: ignore[no-untyped-call]
+        for words, name, rest in ((("EVALSHA", script_sha()), "a", []),
+                                  (("FCALL", library_name()), "pop", [1]))
     )
 
 
@@ -106,6 +109,7 @@ def test_a_script_error_is_returned_in_place_and_the_pop_still_read(client: Clie
 def test_noscript_after_a_flush_is_script_not_loaded_and_nothing_ran(client: Client) -> None:
     job = popped(client, {"n": 1}, {"n": 2})
     client.redis.script_flush()
+    client.redis.function_flush()  # the per-job commands are FCALLs of the library
     with pytest.raises(ScriptNotLoadedError):
         call_many(client, complete_and_pop(job))
     assert in_step(client)
@@ -119,11 +123,12 @@ def test_a_refusal_by_redis_is_raised_after_both_replies_are_read(
 ) -> None:
     job = popped(client, {})
     redis_client.acl_setuser("noscripts", enabled=True, nopass=True, keys=["*"],
-                             channels=["*"], commands=["+@all", "-evalsha"])
+                             channels=["*"], commands=["+@all", "-evalsha", "-fcall"])
     limited = Client(redis_server.client(username="noscripts", password="any"),
                      clock=FakeClock(), worker_name="w1")
     try:
-        with pytest.raises(redis.exceptions.NoPermissionError):
+        # A denied FCALL did not run, as a missing library: the caller's plain call decides.
+        with pytest.raises(ScriptNotLoadedError, match="permissions"):
             call_many(limited, complete_and_pop(job))
         assert in_step(limited)
     finally:

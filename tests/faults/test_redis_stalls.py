@@ -1,7 +1,8 @@
 """C4/C7: Redis stalls and a script flush while two workers drain 1,000 jobs.
 
 Faults, one after the other: `DEBUG SLEEP 2` (the server blocks), `CLIENT PAUSE 3000 WRITE`
-(writes and scripts wait), `SCRIPT FLUSH` (the next EVALSHA gets NOSCRIPT), and SIGSTOP of
+(writes and scripts wait), `SCRIPT FLUSH` with `FUNCTION FLUSH` (the next EVALSHA gets
+NOSCRIPT, the next FCALL "Function not found"), and SIGSTOP of
 redis-server for longer than the lease, then SIGCONT. Pass: no worker crashes or restarts,
 no error reaches a job, 0 lost, at most one duplicate per worker per stall (their clocks
 kept moving while Redis stood still), audit clean.
@@ -60,7 +61,7 @@ def test_stalls_and_script_flush_under_load_lose_nothing(
     stall("debug-sleep", lambda: (sleeper.start(), sleeper.join()))
     stall("client-pause", lambda: admin.execute_command("CLIENT", "PAUSE", 3000, "WRITE"))
     time.sleep(3)
-    stall("script-flush", lambda: admin.script_flush())
+    stall("script-flush", lambda: (admin.script_flush(), admin.function_flush()))
     assert server.process is not None
     stall("sigstop", lambda: (server.process.send_signal(signal.SIGSTOP),  # type: ignore[union-attr]
                               time.sleep(HEARTBEAT + 1),

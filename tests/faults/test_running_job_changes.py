@@ -76,7 +76,8 @@ class Wire(threading.Thread):
                 if self.marker in words:
                     return
                 # Script calls from clients; `redis.call`s inside the script are "lua".
-                if line["client_type"] != "lua" and words[0].upper() == "EVALSHA" \
+                # EVALSHA of the script or FCALL of its library: the same words after it.
+                if line["client_type"] != "lua" and words[0].upper() in ("EVALSHA", "FCALL") \
                         and len(words) > 4:
                     self.calls.append(Call(float(line["time"]), words[3], tuple(words[5:])))
 

@@ -83,10 +83,12 @@ def raw_command(node: ast.AST, names: set[str]) -> bool:
 
 
 def registers_script(node: ast.AST) -> bool:
-    """A second registration of the script, or EVALSHA sent by hand."""
-    if isinstance(node, ast.Attribute) and node.attr in ("register_script", "evalsha"):
+    """A second registration of the script, or EVALSHA or FCALL sent by hand."""
+    if isinstance(node, ast.Attribute) and node.attr in (
+        "register_script", "evalsha", "fcall", "function_load"
+    ):
         return True
-    return isinstance(node, ast.Constant) and node.value in ("EVALSHA", "evalsha")
+    return isinstance(node, ast.Constant) and node.value in ("EVALSHA", "evalsha", "FCALL", "fcall")
 
 
 def is_name(node: ast.AST | None, names: set[str]) -> bool:

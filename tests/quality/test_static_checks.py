@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = ROOT / "django_qless" / "core" / "qless.lua"
+LIBRARY = ROOT / "django_qless" / "core" / "qless_library.lua"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -29,14 +30,15 @@ def test_shipped_script_carries_a_source_marker_per_module() -> None:
         import build  # noqa: PLC0415 - lua/ is not a package
     finally:
         sys.path.pop(0)
-    text = BUILT.read_text(encoding="utf-8")
-    for name in build.ORDER:
-        assert f"-- source: {name}\n" in text
+    for built in (BUILT, LIBRARY):
+        text = built.read_text(encoding="utf-8")
+        for name in build.ORDER:
+            assert f"-- source: {name}\n" in text
 
 
 @pytest.mark.skipif(shutil.which("luacheck") is None, reason="luacheck (Debian lua-check) missing")
-def test_luacheck_passes_on_the_built_script() -> None:
-    result = run("luacheck", "--config", "lua/.luacheckrc", str(BUILT))
+def test_luacheck_passes_on_the_built_script_and_library() -> None:
+    result = run("luacheck", "--config", "lua/.luacheckrc", str(BUILT), str(LIBRARY))
     assert result.returncode == 0, result.stdout + result.stderr
 
 

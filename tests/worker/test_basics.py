@@ -14,6 +14,7 @@ from django_qless import signals
 from django_qless.core import Client
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.order import QueueOrder
+from tests.support import script_calls as count_script_calls
 
 from .conftest import SignalLog, job_state
 
@@ -166,8 +167,7 @@ def test_a_worker_on_many_queues_pops_in_one_call_whatever_the_empty_ones(
     queues = [f"q{n:02d}" for n in range(40)]
 
     def script_calls() -> int:
-        stats = redis_client.info("commandstats")
-        return int(stats["cmdstat_evalsha"]["calls"]) if "cmdstat_evalsha" in stats else 0
+        return count_script_calls(redis_client)
 
     redis_client.config_resetstat()
     run_worker(*queues, strategy="ordered")  # nothing to do: start-up and one empty pop

@@ -14,6 +14,7 @@ from django_qless import signals
 from django_qless.core import Batch, Client
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker import monitor as monitor_module
+from tests.support import script_calls as count_script_calls
 from tests.support import wait_for
 
 from .conftest import in_thread, job_state
@@ -178,8 +179,7 @@ def test_a_completion_and_the_next_pop_go_in_one_script_call(
     put: Callable[..., str], run_worker: Callable[..., Worker], redis_client: redis.Redis,
 ) -> None:
     def script_calls() -> int:
-        stats = redis_client.info("commandstats")
-        return int(stats["cmdstat_evalsha"]["calls"]) if "cmdstat_evalsha" in stats else 0
+        return count_script_calls(redis_client)
 
     redis_client.config_resetstat()
     run_worker("q")  # nothing to do: start-up and one empty pop
