@@ -6,6 +6,8 @@ Run: python bench/lua_script.py [--jobs N] [--rounds R] [--redis-server PATH] [-
 Each script has its own database; they take turns in blocks of calls. Server-side
 microseconds per call come from INFO commandstats (cmdstat_evalsha, reset before each block),
 beside the main thread's CPU time from INFO cpu; client throughput is wall-clock time.
+On Redis 7 our function library (`qless_library.lua` beside the script: the same code,
+called by FCALL, which django_qless uses for the per-job commands) runs as "library".
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -42,7 +45,8 @@ NOOP_SOURCE = "return 1"
 TARGET_RATIO = 0.55
 QUEUE, WORKER, KLASS = "bench", "bench-worker", "bench.Job"
 # Commands the bench itself sends between blocks (6.2 has no subcommand stats).
-OUTSIDE_SCRIPTS = ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_config", "cmdstat_info")
+OUTSIDE_SCRIPTS = ("cmdstat_evalsha", "cmdstat_fcall", "cmdstat_config|resetstat", "cmdstat_config",
+                   "cmdstat_info")
 BLOCK = 500  # calls per pipeline, and per stats reset when timing
 Call = list[str | int | float]  # command, now, then its arguments
 
@@ -70,6 +74,21 @@ class Script:
     real: bool = True
     sha: str = ""
     clock: Clock = field(default_factory=Clock)
+    #: The library's function, called by FCALL instead of EVALSHA of `sha`.
+    function: str = ""
+
+    def queue_call(self, pipe: Any, args: Call) -> None:
+        """Add one call of this script to a pipeline."""
+        if self.function:
+            pipe.fcall(self.function, 0, *args)
+        else:
+            pipe.evalsha(self.sha, 0, *args)
+
+    def call(self, *args: str | int | float) -> Any:
+        """One call of this script."""
+        if self.function:
+            return self.client.fcall(self.function, 0, *args)
+        return self.client.evalsha(self.sha, 0, *args)
 
 
 @dataclass
@@ -113,10 +132,11 @@ def fetch_reqless_source(cache_dir: Path = CACHE_DIR) -> str:
         return archive.read(REQLESS_MEMBER).decode("utf-8")
 
 
-def evalsha_stats(client: redis.Redis) -> tuple[int, int, dict[str, tuple[int, int]]]:
-    """Since the last reset: (evalsha calls, their usec, {inner command: (calls, usec)})."""
-    stats = client.info("commandstats")
-    outer = stats.get("cmdstat_evalsha", {"calls": 0, "usec": 0})
+def script_stats(script: Script) -> tuple[int, int, dict[str, tuple[int, int]]]:
+    """Since the last reset: (script calls, their usec, {inner command: (calls, usec)})."""
+    stats = script.client.info("commandstats")
+    kind = "cmdstat_fcall" if script.function else "cmdstat_evalsha"
+    outer = stats.get(kind, {"calls": 0, "usec": 0})
     inner = {
         name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
         for name, v in stats.items()
@@ -134,12 +154,12 @@ def main_thread_cpu(client: redis.Redis) -> float:
 
 
 def run_pipelined(script: Script, calls: list[Call]) -> list[object]:
-    """Send EVALSHA calls in pipelines of BLOCK and return all replies in order."""
+    """Send script calls in pipelines of BLOCK and return all replies in order."""
     replies: list[object] = []
     for start in range(0, len(calls), BLOCK):
         pipe = script.client.pipeline(transaction=False)
         for args in calls[start:start + BLOCK]:
-            pipe.evalsha(script.sha, 0, *args)
+            script.queue_call(pipe, args)
         replies.extend(pipe.execute())
     return replies
 
@@ -189,8 +209,8 @@ def interleaved(scripts: list[Script], results: Results, metric: str,
             elapsed[script.name] += time.perf_counter() - began
             cpu_block[script.name].append(
                 (main_thread_cpu(script.client) - cpu_before) * 1e6 / len(part))
-            count, usec, commands = evalsha_stats(script.client)
-            assert count == len(part), f"{script.name} {metric}: {count} evalsha of {len(part)}"
+            count, usec, commands = script_stats(script)
+            assert count == len(part), f"{script.name} {metric}: {count} calls of {len(part)}"
             per_block[script.name].append(usec / count)
             seen = inner[script.name]
             for command, (n, spent) in commands.items():
@@ -239,12 +259,12 @@ def server_side_phases(scripts: list[Script], results: Results, jobs: int) -> No
 
 def worker_step(script: Script, batch: int, done: int, jobs: int) -> int:
     """One worker iteration: pop `batch` jobs, complete them in one pipeline; returns the count."""
-    reply = script.client.evalsha(script.sha, 0, "pop", script.clock.tick(), QUEUE, WORKER, batch)
+    reply = script.call("pop", script.clock.tick(), QUEUE, WORKER, batch)
     wanted = min(batch, jobs - done)
     jids = popped_jids(reply, wanted) if script.real else [jid_for(done + i) for i in range(wanted)]
     pipe = script.client.pipeline(transaction=False)
     for jid in jids:
-        pipe.evalsha(script.sha, 0, "complete", script.clock.tick(), jid, WORKER, QUEUE, "{}")
+        script.queue_call(pipe, ["complete", script.clock.tick(), jid, WORKER, QUEUE, "{}"])
     replies = pipe.execute()
     assert not script.real or set(replies) == {b"complete"}, f"{script.name}: complete replies"
     return len(jids)
@@ -268,18 +288,27 @@ def worker_throughput(scripts: list[Script], results: Results, jobs: int, batch:
 
 
 def load_scripts(server: RedisServer, ours: Path) -> list[Script]:
-    """Our script (when built), reqless' and the no-op, each loaded, each on its own database."""
+    """Our script (when built), our library (on Redis 7), reqless' and the no-op, each loaded,
+    each on its own database."""
     sources = []
     if ours.exists():
         sources.append(("ours", ours.read_text(encoding="utf-8"), True))
     else:
         print(f"note: {ours} does not exist yet; measuring reqless and the floor only")
+    library = ours.with_name("qless_library.lua")
+    if library.exists() and server.version >= (7,):
+        sources.append(("library", library.read_text(encoding="utf-8"), True))
     sources.append(("reqless", fetch_reqless_source(), True))
     sources.append(("no-op", NOOP_SOURCE, False))
     scripts = []
     for db, (name, source, real) in enumerate(sources):
         client = server.client(db=db)
-        scripts.append(Script(name, source, client, real, str(client.script_load(source))))
+        if name == "library":
+            loaded = client.function_load(source, replace=True)
+            function = loaded.decode() if isinstance(loaded, bytes) else str(loaded)
+            scripts.append(Script(name, source, client, real, function=function))
+        else:
+            scripts.append(Script(name, source, client, real, str(client.script_load(source))))
     return scripts
 
 
@@ -299,16 +328,17 @@ ROWS: list[tuple[str, str, Callable[[float], str]]] = [
 def render_table(results: Results, names: list[str]) -> str:
     """A plain-text table of medians with the ours/reqless ratio."""
     header = ["figure (median of rounds)", *names]
-    if "ours" in names:
-        header.append("ours/reqless")
+    compared = [name for name in ("ours", "library") if name in names]
+    header += [f"{name}/reqless" for name in compared]
     lines = [header]
     for label, metric, fmt in ROWS:
         row = [label]
         for name in names:
             value = results.median(name, metric)
             row.append("-" if value is None else fmt(value))
-        if "ours" in names:
-            ours, theirs = results.median("ours", metric), results.median("reqless", metric)
+        theirs = results.median("reqless", metric)
+        for name in compared:
+            ours = results.median(name, metric)
             row.append(f"{ours / theirs:.2f}x" if ours is not None and theirs else "-")
         lines.append(row)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
