@@ -41,10 +41,16 @@ end
 -- Builds the job object from values read as QlessJob.data does (nil if absent).
 -- `dependencies` may be passed in by a caller that knows them (pop: a job
 -- that can run never has any), `newest` as for read_history, `untracked`
--- when the caller knows ql:tracked does not exist.
-function QlessJob.object(jid, v, dependencies, newest, untracked)
+-- when the caller knows ql:tracked does not exist. A `lean` object has no
+-- history and no dependents (complete.pop's: read only when asked for).
+function QlessJob.object(jid, v, dependencies, newest, untracked, lean)
   if not v[1] then
     return nil
+  end
+  local history, dependents
+  if not lean then
+    history = QlessJob.read_history(jid, v[11], newest)
+    dependents = sorted_members('ql:j:' .. jid .. '-dependents')
   end
   return {
     jid = v[1],
@@ -59,10 +65,10 @@ function QlessJob.object(jid, v, dependencies, newest, untracked)
     remaining = floor(tonumber(v[6]) or 0),
     data = v[7],
     tags = decode(v[8] or '{}'),
-    history = QlessJob.read_history(jid, v[11], newest),
+    history = history,
     failure = decode(v[9] or '{}'),
     spawned_from_jid = v[10],
-    dependents = sorted_members('ql:j:' .. jid .. '-dependents'),
+    dependents = dependents,
     dependencies = dependencies or sorted_members('ql:j:' .. jid .. '-dependencies'),
   }
 end

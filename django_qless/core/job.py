@@ -36,11 +36,14 @@ class Job:
         self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)
         self.tags: tuple[str, ...] = tuple(map(str, as_list(obj.get("tags"))))
         # Parsed on first read: the worker pops jobs by the thousand and never reads it.
+        # None when the reply left it out (the worker's lean pops): read from Redis then.
         self._history: Any = obj.get("history")
         self.failure: Failure | None = Failure.from_json(obj.get("failure"))
         spawned = obj.get("spawned_from_jid")
         self.spawned_from_jid: str | None = str(spawned) if spawned else None
-        self.dependents: tuple[str, ...] = tuple(as_list(obj.get("dependents")))
+        dependents = obj.get("dependents")
+        if dependents is not None:
+            self.dependents = tuple(as_list(dependents))
         self.dependencies: tuple[str, ...] = tuple(as_list(obj.get("dependencies")))
 
     def __repr__(self) -> str:
@@ -53,8 +56,17 @@ class Job:
 
     @functools.cached_property
     def history(self) -> tuple[HistoryEntry, ...]:
-        """The job's events, oldest first."""
+        """The job's events, oldest first (read from Redis when the reply had none)."""
+        if self._history is None:
+            stored = self.client.get_job(self.jid)
+            self._history = stored._history if stored is not None else []
         return tuple(HistoryEntry.from_json(entry) for entry in as_list(self._history))
+
+    @functools.cached_property
+    def dependents(self) -> tuple[str, ...]:
+        """The jids of the jobs waiting for this one (read from Redis when the reply had none)."""
+        stored = self.client.get_job(self.jid)
+        return stored.dependents if stored is not None else ()
 
     @property
     def queue(self) -> Queue:

@@ -25,12 +25,13 @@ from . import replies
 logger = logging.getLogger("django_qless")
 
 #: Sent as FCALL when Redis has the library: the per-job commands. Every other command
-#: stays EVALSHA, because Redis refuses a function that may write whole above
-#: maxmemory, which would refuse reads (`get`, `jobs`, the admin) that the script serves.
-#: These are refused there either way (at their first write as a script).
+#: stays EVALSHA, because Redis refuses a function that may write whole above maxmemory,
+#: while a script is refused only at its first write that may grow memory: reads (`get`,
+#: `jobs`, the admin) still run, and so do `fail` and `retry`, whose first write removes
+#: a lock. These are refused there either way, before they write anything.
 FUNCTION_COMMANDS = frozenset({
     "put", "requeue", "put.ifabsent", "put.many", "pop", "pop.first", "complete",
-    "complete.pop", "heartbeat", "fail", "retry",
+    "complete.pop", "heartbeat",
 })
 
 #: Of the answers to an FCALL that did not run (`replies.not_run`), those that mean this

@@ -17,6 +17,7 @@ from django_qless.core import (
     JobDataError,
     JobNotFoundError,
     LockLostError,
+    commands,
 )
 from tests.support import T0, FakeClock
 
@@ -303,3 +304,17 @@ def test_rejected_cycle_writes_nothing(client: Client, keyspace: Callable[[], An
     with pytest.raises(DependencyError):
         queue.put("k", {}, jid="x", depends=["x"])
     assert keyspace() == before
+
+
+def test_a_lean_job_reads_its_history_and_dependents_when_asked(client: Client) -> None:
+    done = popped(client, "done")
+    client.queue("q").put("k", {}, jid="next")
+    client.queue("q").put("k", {}, jid="after", depends=["next"])
+    state, reply = client.run(commands.complete_pop("done", done.worker, "q", "{}", ["q"]))
+    assert state == "complete"
+    assert ("history" not in reply) and ("dependents" not in reply)  # complete.pop's lean jobs
+    [job] = client.jobs_from_json(reply)
+    assert (job.jid, job.state) == ("next", "running")
+    assert [entry.what for entry in job.history] == ["put", "popped"]
+    assert job.history == client.get_job("next").history  # type: ignore[union-attr]
+    assert job.dependents == ("after",)

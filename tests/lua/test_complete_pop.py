@@ -28,20 +28,28 @@ def test_completes_then_pops_from_the_first_queue_that_has_jobs(lua):
 
 
 def test_the_same_writes_and_replies_as_complete_then_pop_first(lua, redis_client):
-    def run(two_calls: bool) -> tuple[Any, dict[bytes, Any]]:
+    def run(two_calls: bool) -> tuple[Any, list[Any], dict[bytes, Any]]:
         redis_client.flushdb()
         put(lua, T0, "j1", "q")
-        put(lua, T0 + 0.5, "j2", "q")
+        put(lua, T0 + 0.5, "j3", "q", tags='["t"]')
+        put(lua, T0 + 0.6, "j2", "q", depends='["j3"]')
         pop(lua, T0 + 1, "q", "w1")
         if two_calls:
-            answer = [lua("complete", T0 + 2, "j1", "w1", "q", "{}"),
-                      lua("pop.first", T0 + 2, "w1", 1, "q", "other")]
+            state, jobs = [lua("complete", T0 + 2, "j1", "w1", "q", "{}"),
+                           lua("pop.first", T0 + 2, "w1", 1, "q", "other")]
         else:
-            answer = lua("complete.pop", T0 + 2, "j1", "w1", "q", "{}", 1, "q", "other")
+            state, jobs = lua("complete.pop", T0 + 2, "j1", "w1", "q", "{}", 1, "q", "other")
         keys = sorted(redis_client.scan_iter(count=1000))
-        return answer, {key: redis_client.dump(key) for key in keys}
+        return state, json.loads(jobs), {key: redis_client.dump(key) for key in keys}
 
-    assert run(two_calls=False) == run(two_calls=True)
+    state, lean, written = run(two_calls=False)
+    alone_state, full, alone_written = run(two_calls=True)
+    assert (state, written) == (alone_state, alone_written)
+    # The popped jobs are pop.first's without their history and dependents.
+    assert [job["jid"] for job in full] == ["j3"]
+    assert full[0]["dependents"] == ["j2"] and len(full[0]["history"]) == 2
+    assert lean == [{k: v for k, v in job.items() if k not in ("history", "dependents")}
+                    for job in full]
 
 
 def test_an_empty_pop_still_completes(lua):
