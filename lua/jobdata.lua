@@ -42,7 +42,7 @@ end
 -- `dependencies` may be passed in by a caller that knows them (pop: a job
 -- that can run never has any), `newest` as for read_history, `untracked`
 -- when the caller knows ql:tracked does not exist. A `lean` object has no
--- history and no dependents (complete.pop's: read only when asked for).
+-- history and no dependents (complete.pop's when asked: read only when needed).
 function QlessJob.object(jid, v, dependencies, newest, untracked, lean)
   if not v[1] then
     return nil

@@ -226,22 +226,23 @@ QlessAPI['pop.first'] = function(now, a)
   return pop_first(now, worker, count, a, 3)
 end
 
---[[ complete.pop(jid, worker, queue, data, count, queue...) -> {state, JSON list}: `complete`
-  of a job (without next/delay/depends), then `pop.first` for the same worker, in one call:
-  a worker that completes a job and pops the next pays one call, not two. An extension of
-  django_qless. The pop's arguments are checked before anything is written, and an error of
-  the completion (the same errors as `complete`) refuses the pop as well. The popped job
-  objects are lean: without `history` and `dependents` (a worker rarely reads them, and
-  reading, decoding and encoding them was 8.6% of a worker job's Redis instructions); the
-  writes are pop.first's.
+--[[ complete.pop(jid, worker, queue, data, [lean], count, queue...) -> {state, JSON list}:
+  `complete` of a job (without next/delay/depends), then `pop.first` for the same worker, in
+  one call: a worker that completes a job and pops the next pays one call, not two. An
+  extension of django_qless. The pop's arguments are checked before anything is written,
+  and an error of the completion (the same errors as `complete`) refuses the pop as well.
+  With `lean` the popped job objects have no `history` and `dependents` (reading, decoding
+  and encoding them is 8.6% of a worker job's Redis instructions); the writes are the same.
   Errors: Complete.pop(): Arg "count" missing or not a number: <v> | Arg "queue" missing;
           then those of complete (Complete(): ...)
 ]]
 QlessAPI['complete.pop'] = function(now, a)
-  local count = need_count(a[5], 'Complete.pop(): Arg "count" missing or not a number: ')
-  need_queues(a, 6, 'Complete.pop(): ')
+  local lean = a[5] == 'lean'
+  local at = lean and 6 or 5 -- where the count is
+  local count = need_count(a[at], 'Complete.pop(): Arg "count" missing or not a number: ')
+  need_queues(a, at + 1, 'Complete.pop(): ')
   local state = QlessJob.complete(now, { a[1], a[2], a[3], a[4] })
-  return { state, pop_first(now, a[2], count, a, 6, true) }
+  return { state, pop_first(now, a[2], count, a, at + 1, lean) }
 end
 
 --[[ peek(queue, count) -> JSON list of job objects a pop would get (unchanged jobs;

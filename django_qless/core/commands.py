@@ -96,11 +96,12 @@ def pop_first(queues: Sequence[str], worker: str, count: int = 1) -> Command:
 
 
 def complete_pop(jid: str, worker: str, queue: str, encoded: str, queues: Sequence[str],
-                 count: int = 1) -> Command:
+                 count: int = 1, *, lean: bool = False) -> Command:
     """Complete a running job and lease up to `count` jobs of the first of `queues` that
     hands any out, in one call (`complete.pop`, a django_qless extension); the reply is
-    `[state, JSON list of jobs]`."""
-    return Command("complete.pop", (jid, worker, queue, encoded, count, *queues))
+    `[state, JSON list of jobs]`, `lean` jobs without history and dependents if asked."""
+    shape = ("lean",) if lean else ()
+    return Command("complete.pop", (jid, worker, queue, encoded, *shape, count, *queues))
 
 
 def complete(

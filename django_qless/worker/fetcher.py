@@ -41,6 +41,7 @@ from .options import WorkerOptions
 from .order import QueueOrder
 from .report import Outcome, Reporter, hand_back
 from .state import StopState
+from .targets import runs_tasks
 from .throughput import Tally
 
 logger = logging.getLogger("django_qless.worker")
@@ -74,6 +75,9 @@ class Fetcher:
         self.tally = Tally()
         #: The same by (klass, outcome), for the workers page.
         self.klass_outcomes: Counter[tuple[str, str]] = Counter()
+        #: Jobs popped with a completion come without history and dependents, unless a
+        #: Tasks task may be among them (its result is built from the history).
+        self.lean = not runs_tasks()
 
     def next_job(self) -> Job | None:
         """A held job (in pop order) if there is one, else the next from the queues.
@@ -232,7 +236,7 @@ class Fetcher:
     def _complete_pop(self, job: Job, queues: Sequence[Queue], count: int) -> Command:
         """The completion of `job` with a pop of `count` jobs from `queues`, in one call."""
         return commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
-                                     names(queues), count)
+                                     names(queues), count, lean=self.lean)
 
     def _split(self, completion: Reply, popped: Reply, answer: Any) -> None:
         """Hand the two halves of a `complete.pop` answer to their own handlers."""

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from django.conf import settings
+from django.utils.module_loading import import_string
+
 from ..core import Job
 from ..results import NOTHING
 from .report import Outcome
@@ -76,3 +79,19 @@ def find_task(job: Job) -> Target | None:
     except ImportError:
         return None
     return task_run(job)
+
+
+def runs_tasks() -> bool:
+    """True when a `TASKS` alias uses the qless backend (then a popped job may be a task)."""
+    try:
+        from ..tasks.backend import QlessBackend  # noqa: PLC0415 - optional: needs django.tasks
+    except ImportError:
+        return False
+    for config in getattr(settings, "TASKS", {}).values():
+        try:
+            backend = import_string(str(config.get("BACKEND", "")))
+        except ImportError:
+            continue
+        if isinstance(backend, type) and issubclass(backend, QlessBackend):
+            return True
+    return False

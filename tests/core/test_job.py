@@ -310,7 +310,8 @@ def test_a_lean_job_reads_its_history_and_dependents_when_asked(client: Client) 
     done = popped(client, "done")
     client.queue("q").put("k", {}, jid="next")
     client.queue("q").put("k", {}, jid="after", depends=["next"])
-    state, reply = client.run(commands.complete_pop("done", done.worker, "q", "{}", ["q"]))
+    state, reply = client.run(commands.complete_pop("done", done.worker, "q", "{}", ["q"],
+                                                    lean=True))
     assert state == "complete"
     assert ("history" not in reply) and ("dependents" not in reply)  # complete.pop's lean jobs
     [job] = client.jobs_from_json(reply)

@@ -28,28 +28,32 @@ def test_completes_then_pops_from_the_first_queue_that_has_jobs(lua):
 
 
 def test_the_same_writes_and_replies_as_complete_then_pop_first(lua, redis_client):
-    def run(two_calls: bool) -> tuple[Any, list[Any], dict[bytes, Any]]:
+    def run(how: str) -> tuple[Any, list[Any], dict[bytes, Any]]:
         redis_client.flushdb()
         put(lua, T0, "j1", "q")
         put(lua, T0 + 0.5, "j3", "q", tags='["t"]')
         put(lua, T0 + 0.6, "j2", "q", depends='["j3"]')
         pop(lua, T0 + 1, "q", "w1")
-        if two_calls:
+        if how == "two calls":
             state, jobs = [lua("complete", T0 + 2, "j1", "w1", "q", "{}"),
                            lua("pop.first", T0 + 2, "w1", 1, "q", "other")]
         else:
-            state, jobs = lua("complete.pop", T0 + 2, "j1", "w1", "q", "{}", 1, "q", "other")
+            shape = ["lean"] if how == "lean" else []
+            state, jobs = lua("complete.pop", T0 + 2, "j1", "w1", "q", "{}", *shape, 1, "q",
+                              "other")
         keys = sorted(redis_client.scan_iter(count=1000))
-        return state, json.loads(jobs), {key: redis_client.dump(key) for key in keys}
+        return state, jobs, {key: redis_client.dump(key) for key in keys}
 
-    state, lean, written = run(two_calls=False)
-    alone_state, full, alone_written = run(two_calls=True)
-    assert (state, written) == (alone_state, alone_written)
-    # The popped jobs are pop.first's without their history and dependents.
+    alone = run("two calls")
+    assert run("one call") == alone  # replies byte for byte, and every key
+    state, lean, written = run("lean")
+    assert (state, written) == (alone[0], alone[2])
+    # Lean: the popped jobs are pop.first's without their history and dependents.
+    full = json.loads(alone[1])
     assert [job["jid"] for job in full] == ["j3"]
     assert full[0]["dependents"] == ["j2"] and len(full[0]["history"]) == 2
-    assert lean == [{k: v for k, v in job.items() if k not in ("history", "dependents")}
-                    for job in full]
+    assert json.loads(lean) == [
+        {k: v for k, v in job.items() if k not in ("history", "dependents")} for job in full]
 
 
 def test_an_empty_pop_still_completes(lua):
@@ -80,5 +84,9 @@ def test_bad_pop_arguments_are_refused_before_the_completion_writes(lua, keyspac
                  "complete.pop", T0 + 2, "run", "w1", "q", "{}", 1)
     expect_error(lua, r'Complete\.pop\(\): Arg "queue" missing or empty',
                  "complete.pop", T0 + 2, "run", "w1", "q", "{}", 1, "q", "")
+    expect_error(lua, r'Complete\.pop\(\): Arg "count" missing or not a number: q',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", "lean", "q")
+    expect_error(lua, r'Complete\.pop\(\): Arg "queue" missing',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", "lean", 1)
     assert keyspace() == before
     assert get(lua, "run")["state"] == "running"

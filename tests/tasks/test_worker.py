@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 from django.utils import timezone
 
 from django_qless.core import Client
 from django_qless.tasks import ResultNotStorableError
 from django_qless.tasks.compat import TaskResultStatus, task_finished, task_started
+from django_qless.worker.targets import runs_tasks
+from tests.tasks.compat import DUMMY_BACKEND
 from tests.workerapp.qless_jobs import LEDGER
 
 Run = Callable[..., None]
@@ -236,3 +239,11 @@ def test_a_module_is_not_imported_for_data_without_the_marker(
     job = qless.get_job(jid)
     assert job is not None and job.state == "failed"
     assert "tests.tasks.taskapp.unimported" not in sys.modules
+
+
+
+def test_with_the_qless_tasks_backend_the_worker_pops_whole_jobs(tasks: ModuleType) -> None:
+    # A task's result is built from its job's history: lean pops would read it per job.
+    assert runs_tasks()
+    with override_settings(TASKS={"default": {"BACKEND": DUMMY_BACKEND}}):
+        assert not runs_tasks()

@@ -191,6 +191,8 @@ def test_a_completion_and_the_next_pop_go_in_one_script_call(
     assert worker.outcomes == {"completed": 20}
     # The first pop, then one `complete.pop` per job (two calls per job without it).
     assert script_calls() - idle <= 20 + 1, (idle, script_calls())
+    # Without a Tasks backend the jobs come lean: nobody read a history, so no `get` either.
+    assert worker.fetcher.lean
 
 
 def test_round_robin_pops_ahead_one_job_per_queue_with_the_completion(
