@@ -69,9 +69,19 @@ local function place(now, p, existed)
   elseif p.delay > 0 then
     state = 'scheduled'
   end
-  rcall('hmset', key, 'jid', jid, 'klass', p.klass, 'data', p.raw, 'priority', p.priority,
+  -- The usual priority and retries go as the text Redis would print for them (see the
+  -- note on numbers in base.lua): three float prints fewer, ~5% of a put's instructions.
+  -- (-0 keeps its sign: Redis prints it "-0".)
+  local priority, retries = p.priority, p.retries
+  if priority == 0 and 1 / priority > 0 then
+    priority = '0'
+  end
+  if retries == 5 then
+    retries = '5'
+  end
+  rcall('hmset', key, 'jid', jid, 'klass', p.klass, 'data', p.raw, 'priority', priority,
     'tags', #p.tags == 0 and '{}' or encode(p.tags), 'state', state, 'worker', '', 'expires', '0', 'queue', p.queue,
-    'retries', p.retries, 'remaining', p.retries, 'time', string.format('%.20f', now))
+    'retries', retries, 'remaining', retries, 'time', string.format('%.20f', now))
   if state == 'depends' then
     if p.delay > 0 then
       rcall('hset', key, 'scheduled', now + p.delay)

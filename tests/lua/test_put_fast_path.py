@@ -56,3 +56,23 @@ def test_other_values_are_still_checked(lua: LuaScript, keyspace: Any) -> None:
     expect_error(lua, re.escape('Put(): Arg "retries" not a number: 2.5'), "put", T0, "w", "q",
                  "j", "k", DATA, 0, "tags", "[]", "retries", "2.5")
     assert keyspace() == before
+
+
+@pytest.mark.parametrize(("options", "priority", "retries"), [
+    ((), "0", "5"),  # the defaults, stored as constant text
+    (("priority", "0", "retries", "5"), "0", "5"),
+    (("priority", "-0", "retries", "0"), "-0", "0"),  # -0 keeps its sign, as Redis prints it
+    (("priority", "2.5", "retries", "3"), "2.5", "3"),
+    (("priority", "-7", "retries", "12"), "-7", "12"),
+])
+def test_priority_and_retries_are_stored_as_redis_prints_them(
+    lua: LuaScript, options: tuple[str, ...], priority: str, retries: str
+) -> None:
+    lua("put", T0, "w", "q", "jid-1", "k", DATA, 0, *options)
+    stored = lua.client.hmget("ql:j:jid-1", "priority", "retries", "remaining")
+    assert stored == [priority, retries, retries]
+    # The same text Redis gives the number itself, through a script's number argument.
+    for text in (priority, retries):
+        echoed = lua.client.eval("redis.call('set', KEYS[1], tonumber(ARGV[1])) "
+                                 "return redis.call('get', KEYS[1])", 1, "echo", text)
+        assert echoed == text
