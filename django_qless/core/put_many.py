@@ -40,9 +40,11 @@ try:
 except ImportError:  # hiredis is optional: redis-py works without it
     _pack_command = None
 
-#: Commands per round trip: large enough that the round trip's cost vanishes, small enough
-#: that one pipeline never holds Redis or the client's memory for long.
-CHUNK = 1000
+#: Puts per round trip: one `put.many` call. Two round trips are in flight, so Redis runs
+#: one while the client packs the next; with 1,000 a batch of 1,000 went as one round trip
+#: (nothing overlapped) and Redis spent more per put on the larger buffers: bulk enqueue of
+#: batches of 1,000 went from ~16,000 to ~20,000 puts/s and Redis CPU per put 34 -> 25 us.
+CHUNK = 100
 #: Seconds between the clocks of two commands of a bulk put: the smallest step that
 #: still moves a waiting job's score (priority - now / 1e10) at today's timestamps.
 STEP = 1e-6
