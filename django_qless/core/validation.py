@@ -143,7 +143,7 @@ _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii
 
 def encode_data(data: object, max_bytes: int) -> str:
     """Encode job data as compact JSON, refusing anything that would not round-trip."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise JobDataError(f"job data must be a JSON object (a dict), got {type(data).__name__}")
     _check_values(data)
     try:
@@ -165,20 +165,35 @@ def encode_data(data: object, max_bytes: int) -> str:
     return encoded
 
 
+#: Types that are no Mapping, list or tuple: their values skip those (ABC) checks.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _check_values(value: Any, depth: int = 0) -> None:
     """Refuse what json.dumps would silently change (non-string keys become strings) or
     other clients would read back differently (integers beyond +-`MAX_SAFE_INTEGER`)."""
     if depth > 500:
         raise JobDataError("job data is nested too deeply")
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _PLAIN:
+        if kind is int:
+            _check_integer(value)
+        return
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str and not isinstance(key, str):
                 raise JobDataError(f"job data keys must be strings, got {key!r}")
             _check_values(item, depth + 1)
-    elif isinstance(value, list | tuple):
+    elif kind is list or kind is tuple or isinstance(value, list | tuple):
         for item in value:
             _check_values(item, depth + 1)
-    elif isinstance(value, int) and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+    elif isinstance(value, int):
+        _check_integer(value)
+
+
+def _check_integer(value: int) -> None:
+    """Refuse an integer beyond +-`MAX_SAFE_INTEGER` (see `_check_values`)."""
+    if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         # str() of a huge int is slow (and refused past 4300 digits): name its size instead.
         shown = str(value) if value.bit_length() < 200 else f"of {value.bit_length()} bits"
         raise JobDataError(

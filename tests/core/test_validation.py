@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import enum
+import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -299,3 +301,43 @@ def test_free_text_with_a_lone_surrogate_is_escaped_not_refused() -> None:
     command = commands.fail("j", "w", "q-ValueError", "bad \ud800 input")
     assert command.args[3] == "bad \\ud800 input"
     assert commands.fail("j", "w", "g", "plain é").args[3] == "plain é"
+
+
+class _Big(enum.IntEnum):
+    """An int subclass: checked as an int, not skipped as a plain value."""
+
+    HUGE = 2**60
+
+
+class _Pairs(Mapping[Any, Any]):
+    """A Mapping that is no dict: its keys are checked too."""
+
+    def __init__(self, items: dict[Any, Any]) -> None:
+        self.items_ = items
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.items_[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items_)
+
+    def __len__(self) -> int:
+        return len(self.items_)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"a": [(1, 2**53)]}, "beyond"),
+    ({"a": _Big.HUGE}, "beyond"),
+    ({"a": _Pairs({1: "x"})}, "keys must be strings"),
+    (_Pairs({"a": {2: "x"}}), "keys must be strings"),
+    ({"a": functools.reduce(lambda inner, _: [inner], range(501), [])}, "nested too deeply"),
+])
+def test_data_checks_reach_every_kind_of_value(data: Any, message: str) -> None:
+    with pytest.raises(JobDataError, match=message):
+        check.encode_data(data, 1 << 20)
+
+
+def test_plain_values_and_booleans_pass_the_data_checks() -> None:
+    data = {"t": True, "f": False, "n": None, "s": "x", "i": -(2**53 - 1), "x": 0.5}
+    assert check.encode_data(data, 1 << 20) == (
+        '{"t":true,"f":false,"n":null,"s":"x","i":-9007199254740991,"x":0.5}')
