@@ -8,15 +8,32 @@ receiver returns at once when its level is disabled: they run twice per job in t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from django.dispatch import receiver
+from django.dispatch import Signal
 
 from . import signals
 
 logger = logging.getLogger("django_qless")
 
+Receiver = Callable[..., None]
+
 _JOB_FIELDS = ("jid", "queue", "klass", "worker", "connection", "duration", "group", "delay")
+
+
+def _logs(signal: Signal, level: int) -> Callable[[Receiver], Receiver]:
+    """Connect a log receiver of `signal` (dispatch_uid `django_qless.<its name>`), and tell
+    `signals.send` that it logs at `level`: while that level is off a send it would be the
+    only receiver of is skipped."""
+
+    def connect(function: Receiver) -> Receiver:
+        uid = f"django_qless.{function.__name__}"
+        signal.connect(function, dispatch_uid=uid)
+        signals.LOG_RECEIVERS[signal] = (uid, level)
+        return function
+
+    return connect
 
 
 def _extra(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +60,7 @@ def _seconds(value: object) -> str:
     return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-@receiver(signals.job_enqueued, dispatch_uid="django_qless.log_job_enqueued")
+@_logs(signals.job_enqueued, logging.INFO)
 def log_job_enqueued(sender: object, **kwargs: Any) -> None:
     """Log an enqueue at INFO."""
     if not logger.isEnabledFor(logging.INFO):
@@ -52,7 +69,7 @@ def log_job_enqueued(sender: object, **kwargs: Any) -> None:
                 extra=_extra(kwargs))
 
 
-@receiver(signals.job_started, dispatch_uid="django_qless.log_job_started")
+@_logs(signals.job_started, logging.DEBUG)
 def log_job_started(sender: object, **kwargs: Any) -> None:
     """Log the start of a job at DEBUG (completion and failure are logged at INFO/ERROR)."""
     if not logger.isEnabledFor(logging.DEBUG):
@@ -60,7 +77,7 @@ def log_job_started(sender: object, **kwargs: Any) -> None:
     logger.debug("qless job %s started", _job(kwargs), extra=_extra(kwargs))
 
 
-@receiver(signals.job_completed, dispatch_uid="django_qless.log_job_completed")
+@_logs(signals.job_completed, logging.INFO)
 def log_job_completed(sender: object, **kwargs: Any) -> None:
     """Log a completed job at INFO."""
     if not logger.isEnabledFor(logging.INFO):
@@ -69,7 +86,7 @@ def log_job_completed(sender: object, **kwargs: Any) -> None:
                 _seconds(kwargs.get("duration")), extra=_extra(kwargs))
 
 
-@receiver(signals.job_failed, dispatch_uid="django_qless.log_job_failed")
+@_logs(signals.job_failed, logging.ERROR)
 def log_job_failed(sender: object, **kwargs: Any) -> None:
     """Log a failed job with its traceback at ERROR."""
     if not logger.isEnabledFor(logging.ERROR):
@@ -79,7 +96,7 @@ def log_job_failed(sender: object, **kwargs: Any) -> None:
                      exc_info=kwargs.get("exception"), extra=_extra(kwargs))
 
 
-@receiver(signals.job_retried, dispatch_uid="django_qless.log_job_retried")
+@_logs(signals.job_retried, logging.WARNING)
 def log_job_retried(sender: object, **kwargs: Any) -> None:
     """Log a retry at WARNING, with the exception that caused it."""
     if not logger.isEnabledFor(logging.WARNING):
@@ -88,7 +105,7 @@ def log_job_retried(sender: object, **kwargs: Any) -> None:
                    exc_info=kwargs.get("exception"), extra=_extra(kwargs))
 
 
-@receiver(signals.job_lock_lost, dispatch_uid="django_qless.log_job_lock_lost")
+@_logs(signals.job_lock_lost, logging.WARNING)
 def log_job_lock_lost(sender: object, **kwargs: Any) -> None:
     """Log a lost lease at WARNING: another worker may now be running the job."""
     if not logger.isEnabledFor(logging.WARNING):
@@ -96,7 +113,7 @@ def log_job_lock_lost(sender: object, **kwargs: Any) -> None:
     logger.warning("qless job %s lost its lock", _job(kwargs), extra=_extra(kwargs))
 
 
-@receiver(signals.worker_started, dispatch_uid="django_qless.log_worker_started")
+@_logs(signals.worker_started, logging.INFO)
 def log_worker_started(sender: object, **kwargs: Any) -> None:
     """Log a worker start at INFO."""
     if not logger.isEnabledFor(logging.INFO):
@@ -105,7 +122,7 @@ def log_worker_started(sender: object, **kwargs: Any) -> None:
                 ", ".join(kwargs.get("queues") or ()), extra=_extra(kwargs))
 
 
-@receiver(signals.worker_stopped, dispatch_uid="django_qless.log_worker_stopped")
+@_logs(signals.worker_stopped, logging.INFO)
 def log_worker_stopped(sender: object, **kwargs: Any) -> None:
     """Log a worker stop at INFO."""
     if not logger.isEnabledFor(logging.INFO):

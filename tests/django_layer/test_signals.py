@@ -221,3 +221,45 @@ def test_worker_signals_are_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_library_installs_no_log_handlers() -> None:
     assert logging.getLogger("django_qless").handlers == []
+
+
+@pytest.fixture
+def dispatched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which signals went through Django's dispatch (`send_robust`), in order."""
+    calls: list[str] = []
+    for name in signals.__all__:
+        signal = getattr(signals, name)
+        if isinstance(signal, Signal):
+            original = signal.send_robust
+
+            def spy(sender: Any, *, _name: str = name, _send: Any = original,
+                    **kwargs: Any) -> Any:
+                calls.append(_name)
+                return _send(sender, **kwargs)
+
+            monkeypatch.setattr(signal, "send_robust", spy)
+    return calls
+
+
+def test_a_signal_only_a_silent_log_receiver_hears_is_not_dispatched(
+    caplog: pytest.LogCaptureFixture, dispatched: list[str], qless: Any
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="django_qless"):
+        send_welcome.enqueue(1)  # job_enqueued logs at INFO: off
+        signals.send(signals.job_lock_lost, None, jid="j", queue="q", klass="k", worker="w")
+    assert dispatched == ["job_lock_lost"]  # logged at WARNING: on
+    assert [r.getMessage() for r in records(caplog)] == ["qless job k j lost its lock"]
+    with caplog.at_level(logging.INFO, logger="django_qless"):
+        jid = send_welcome.enqueue(2)
+    assert dispatched == ["job_lock_lost", "job_enqueued"]
+    assert jid in records(caplog)[-1].getMessage()
+
+
+def test_a_signal_with_another_receiver_is_dispatched_while_logging_is_off(
+    caplog: pytest.LogCaptureFixture, dispatched: list[str], recorder: Recorder, qless: Any
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="django_qless"):
+        jid = send_welcome.enqueue(1)
+    assert dispatched == ["job_enqueued"]
+    assert [(name, kwargs["jid"]) for name, _, kwargs in recorder.sent] == [("job_enqueued", jid)]
+    assert records(caplog) == []
