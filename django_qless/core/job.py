@@ -58,15 +58,20 @@ class Job:
     def history(self) -> tuple[HistoryEntry, ...]:
         """The job's events, oldest first (read from Redis when the reply had none)."""
         if self._history is None:
-            stored = self.client.get_job(self.jid)
+            stored = self._stored
             self._history = stored._history if stored is not None else []
         return tuple(HistoryEntry.from_json(entry) for entry in as_list(self._history))
 
     @functools.cached_property
     def dependents(self) -> tuple[str, ...]:
         """The jids of the jobs waiting for this one (read from Redis when the reply had none)."""
-        stored = self.client.get_job(self.jid)
+        stored = self._stored
         return stored.dependents if stored is not None else ()
+
+    @functools.cached_property
+    def _stored(self) -> Job | None:
+        """The whole job as Redis has it, read once for what a lean reply left out."""
+        return self.client.get_job(self.jid)
 
     @property
     def queue(self) -> Queue:

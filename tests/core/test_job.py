@@ -316,6 +316,10 @@ def test_a_lean_job_reads_its_history_and_dependents_when_asked(client: Client) 
     assert ("history" not in reply) and ("dependents" not in reply)  # complete.pop's lean jobs
     [job] = client.jobs_from_json(reply)
     assert (job.jid, job.state) == ("next", "running")
+    reads: list[str] = []
+    get_job = client.get_job
+    client.get_job = lambda jid: reads.append(jid) or get_job(jid)  # type: ignore[method-assign]
     assert [entry.what for entry in job.history] == ["put", "popped"]
-    assert job.history == client.get_job("next").history  # type: ignore[union-attr]
     assert job.dependents == ("after",)
+    assert reads == ["next"]  # one read of the whole job served both
+    assert job.history == get_job("next").history  # type: ignore[union-attr]
