@@ -125,7 +125,7 @@ def ratios(rows: list[Summary], ours_name: str = "qless",
         return ""
     lines = ["django_qless / other (throughput; > 1 means django_qless is faster):"]
     for row in rows:
-        if row is ours:
+        if row is ours or row.peer == ours_name:
             continue
         compared = (f"{name} {_x(_ratio(getattr(ours, attr), getattr(row, attr)))}"
                     for name, attr in figures)
@@ -135,27 +135,45 @@ def ratios(rows: list[Summary], ours_name: str = "qless",
 
 def best_ratios(rows: list[Summary], ours_name: str = "qless",
                 figures: tuple[tuple[str, str], ...] = WORKER_FIGURES) -> str:
-    """django_qless divided by each peer's best configuration, figure by figure."""
+    """django_qless divided by each peer's best configuration, figure by figure: first its
+    reference configuration (`ours_name`), then its own best when it ran in several."""
     ours = next((row for row in rows if row.system == ours_name), None)
     peers: dict[str, list[Summary]] = {}
     for row in rows:
-        if row is not ours:
-            peers.setdefault(row.peer or row.system, []).append(row)
-    if ours is None or not any(len(configs) > 1 for configs in peers.values()):
+        peers.setdefault(row.peer or row.system, []).append(row)
+    mine = peers.pop(ours_name, [])
+    if ours is None or not any(len(configs) > 1 for configs in [mine, *peers.values()]):
         return ""
     lines = ["django_qless / each peer's best configuration (per figure):"]
-    for peer, configs in peers.items():
-        parts = []
-        for name, attr in figures:
-            measured = [row for row in configs if getattr(row, attr) is not None]
-            best = max(measured, key=lambda row: getattr(row, attr), default=None)
-            if best is None:
-                parts.append(f"{name} -")
-                continue
-            ratio = _ratio(getattr(ours, attr), getattr(best, attr))
-            parts.append(f"{name} {_x(ratio)} (best: {best.label})")
-        lines.append(f"  vs {peer}: {', '.join(parts)}")
+    lines += [f"  vs {peer}: {_best_vs_best([ours], configs, figures)}"
+              for peer, configs in peers.items()]
+    if len(mine) > 1:
+        lines.append("django_qless at its best / each peer at its best (per figure):")
+        lines += [f"  vs {peer}: {_best_vs_best(mine, configs, figures)}"
+                  for peer, configs in peers.items()]
     return "\n".join(lines)
+
+
+def _best_vs_best(ours: list[Summary], theirs: list[Summary],
+                  figures: tuple[tuple[str, str], ...]) -> str:
+    """Per figure, the best of `ours` divided by the best of `theirs`, naming the two."""
+    parts = []
+    for name, attr in figures:
+        mine = _best(ours, attr)
+        best = _best(theirs, attr)
+        if mine is None or best is None:
+            parts.append(f"{name} -")
+            continue
+        ratio = _ratio(getattr(mine, attr), getattr(best, attr))
+        who = best.label if len(ours) == 1 else f"{mine.label} / {best.label}"
+        parts.append(f"{name} {_x(ratio)} (best: {who})")
+    return ", ".join(parts)
+
+
+def _best(rows: list[Summary], attr: str) -> Summary | None:
+    """The row with the highest measured `attr`, if any."""
+    measured = [row for row in rows if getattr(row, attr) is not None]
+    return max(measured, key=lambda row: getattr(row, attr), default=None)
 
 
 def _x(value: float | None) -> str:

@@ -72,11 +72,15 @@ def venv_bin(name: str, venv: Path = VENV) -> str:
     return str(venv / "bin" / name)
 
 
-def qless_worker(url: str, burst: bool) -> list[str]:
+def qless_worker(url: str, burst: bool, processes: int = 2) -> list[str]:
     """`qless_worker` on the bench queue, 2 processes, in the project's environment."""
-    argv = [sys.executable, "-m", "django", "qless_worker", "bench", "--processes", "2",
-            "--verbosity", "0"]
+    argv = [sys.executable, "-m", "django", "qless_worker", "bench", "--processes",
+            str(processes), "--verbosity", "0"]
     return [*argv, "--burst"] if burst else argv
+
+
+def _qless_processes_4(url: str, burst: bool) -> list[str]:
+    return qless_worker(url, burst, processes=4)
 
 
 def _rq(url: str, burst: bool) -> list[str]:
@@ -94,8 +98,13 @@ def _huey(url: str, burst: bool) -> list[str]:
     return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", "2", "-k", "thread", "-q"]
 
 
-def _huey_processes(url: str, burst: bool) -> list[str]:
-    return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", "2", "-k", "process", "-q"]
+def _huey_processes(url: str, burst: bool, processes: int = 2) -> list[str]:
+    return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", str(processes), "-k", "process",
+            "-q"]
+
+
+def _huey_processes_4(url: str, burst: bool) -> list[str]:
+    return _huey_processes(url, burst, processes=4)
 
 
 def _celery(url: str, burst: bool) -> list[str]:
@@ -107,9 +116,14 @@ def _dramatiq(url: str, burst: bool) -> list[str]:
     return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", "2", "--threads", "1"]
 
 
-def _dramatiq_threads(url: str, burst: bool) -> list[str]:
+def _dramatiq_threads(url: str, burst: bool, processes: int = 2) -> list[str]:
     """dramatiq's default of 8 threads per process (its prefetch follows the thread count)."""
-    return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", "2", "--threads", "8"]
+    return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", str(processes), "--threads",
+            "8"]
+
+
+def _dramatiq_processes_4(url: str, burst: bool) -> list[str]:
+    return _dramatiq_threads(url, burst, processes=4)
 
 
 SYSTEMS: dict[str, System] = {
@@ -129,6 +143,15 @@ SYSTEMS: dict[str, System] = {
                _huey_processes, driver="sys_huey", peer="huey"),
         System("dramatiq_threads", "dramatiq (2 processes x 8 threads)", 8, venv_bin("python"),
                _dramatiq_threads, driver="sys_dramatiq", peer="dramatiq"),
+        # Two processes leave a core idle part of the time on 2 cores (each waits on its job's
+        # round trip): every queue drains faster with 4, so "at its best" tries 4 as well.
+        System("qless_processes_4", "django_qless (4 processes)", 9, sys.executable,
+               _qless_processes_4, has_burst=True, driver="sys_qless", peer="qless"),
+        System("huey_processes_4", "huey RedisHuey (4 processes)", 10, venv_bin("python"),
+               _huey_processes_4, driver="sys_huey", peer="huey"),
+        System("dramatiq_processes_4", "dramatiq (4 processes x 8 threads)", 11,
+               venv_bin("python"), _dramatiq_processes_4, driver="sys_dramatiq",
+               peer="dramatiq"),
     )
 }
 

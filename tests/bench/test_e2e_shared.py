@@ -108,10 +108,30 @@ def test_best_ratios_compare_with_each_peers_best_configuration() -> None:
     assert best_ratios([row("qless", 1.0), lone]) == ""  # one configuration each: see ratios()
 
 
+def test_best_ratios_also_compare_our_best_with_each_peers_best() -> None:
+    """With django_qless in several configurations, a second block divides the best of ours
+    by the best of theirs, naming both; the first stays our reference configuration's."""
+    four = row("qless_processes_4", 4000.0)
+    four.peer = "qless"
+    huey = row("huey", 2000.0)
+    huey_four = row("huey_processes_4", 3200.0)
+    huey.peer = huey_four.peer = "huey"
+    rows = [row("qless", 3000.0), four, huey, huey_four]
+    lines = best_ratios(rows, figures=(("drain", "drain_rate"),)).splitlines()
+    assert lines[1] == "  vs huey: drain 0.94x (best: huey_processes_4 label)"
+    assert lines[2] == "django_qless at its best / each peer at its best (per figure):"
+    assert lines[3] == ("  vs huey: drain 1.25x (best: qless_processes_4 label / "
+                        "huey_processes_4 label)")
+    # Our other configuration is not a peer of ours.
+    assert "vs qless" not in best_ratios(rows) and "qless_processes_4" not in ratios(rows)
+
+
 def test_worker_bench_runs_each_peer_at_its_best_and_at_two_workers() -> None:
-    """huey in threads and processes, dramatiq with 1 and 8 threads, RQ alone and pooled."""
+    """huey in threads and processes, dramatiq with 1 and 8 threads, RQ alone and pooled; huey,
+    dramatiq and django_qless with 4 processes as well."""
     peers: dict[str, list[str]] = {}
     for system in SYSTEMS.values():
         peers.setdefault(system.peer or system.name, []).append(system.label)
-    assert len(peers["huey"]) == 2 and len(peers["dramatiq"]) == 2 and len(peers["rq"]) == 2
+    assert len(peers["huey"]) == 3 and len(peers["dramatiq"]) == 3 and len(peers["rq"]) == 2
+    assert peers["qless"] == ["django_qless (2 processes)", "django_qless (4 processes)"]
     assert len({system.db for system in SYSTEMS.values()}) == len(SYSTEMS)
