@@ -21,7 +21,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -75,7 +76,16 @@ def main() -> None:
     parser.add_argument("--redis-server", default=None)
     options = parser.parse_args()
 
-    server = RedisServer(options.redis_server or find_redis_server()).start()
+    with django_on_private_redis(options.redis_server) as server:
+        from bench_enqueue_job import record  # noqa: PLC0415 - needs the app registry
+
+        run_modes(server.client(), record, options)
+
+
+@contextmanager
+def django_on_private_redis(binary: str | None) -> Iterator[RedisServer]:
+    """A private redis-server, and Django set up with the bench app's settings on it."""
+    server = RedisServer(binary or find_redis_server()).start()
     try:
         os.environ["BENCH_REDIS_URL"] = server.url
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qless_bench.settings")
@@ -83,9 +93,7 @@ def main() -> None:
         import django  # noqa: PLC0415 - after the settings module is chosen
 
         django.setup()
-        from bench_enqueue_job import record  # noqa: PLC0415 - needs the app registry
-
-        run_modes(server.client(), record, options)
+        yield server
     finally:
         server.stop()
 
