@@ -172,14 +172,23 @@ QlessAPI['pop'] = function(now, a)
 end
 
 -- Whether a pop of `queue` could hand a job out: it has waiting, scheduled or recurring
--- jobs, or a lock that expired. Two cheap reads, where a pop of an empty queue costs a
--- dozen; pop.first asks this before popping each of a worker's queues.
+-- jobs, or a lock that expired. One EXISTS for an empty queue (a pop of one costs a
+-- dozen calls); pop.first asks this before popping each of a worker's queues, so a
+-- worker on many queues pays it for every empty queue ahead of the first with jobs.
 local function may_hand_out(queue, now)
   local prefix = 'ql:q:' .. queue
-  if rcall('exists', prefix .. '-work', prefix .. '-scheduled', prefix .. '-recur') > 0 then
+  local locks = prefix .. '-locks'
+  -- EXISTS counts a key named n times n times: the three job sets once each, the locks
+  -- four times, so the remainder by 4 says whether a job waits and the rest whether
+  -- there are locks to look at.
+  local found = rcall('exists', prefix .. '-work', prefix .. '-scheduled', prefix .. '-recur',
+    locks, locks, locks, locks)
+  if found % 4 > 0 then
     return true
+  elseif found == 0 then
+    return false
   end
-  local first = rcall('zrange', prefix .. '-locks', 0, 0, 'WITHSCORES')
+  local first = rcall('zrange', locks, 0, 0, 'WITHSCORES')
   return first[2] ~= nil and tonumber(first[2]) <= now
 end
 

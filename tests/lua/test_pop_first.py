@@ -62,3 +62,41 @@ def test_bad_arguments_are_refused_before_any_queue_is_popped(lua, keyspace):
     expect_error(lua, r'Pop\.first\(\): Arg "count" missing or not a number: many',
                  "pop.first", T0, "w1", "many", "q")
     assert keyspace() == before
+
+
+def test_a_queue_holding_only_an_expired_lock_is_popped_not_passed_over(lua):
+    put(lua, T0, "a1", "a")
+    put(lua, T0, "b1", "b")
+    pop(lua, T0, "a", "w2")  # a's only job runs under w2's lease (60 s), which expires
+    # Before the lease ends queue a has nothing to hand out: b's job comes first.
+    assert [job["jid"] for job in pop_first(lua, T0 + 30, "a", "b")] == ["b1"]
+    put(lua, T0 + 31, "b2", "b")
+    # After it, a's pop tells w2 (the grace period starts) and hands nothing out yet, as
+    # pop does; the job is a's to hand out once the grace period is over.
+    assert [job["jid"] for job in pop_first(lua, T0 + 1000, "a", "b")] == ["b2"]
+    assert get(lua, "a1")["worker"] == "w2"
+    assert [job["jid"] for job in pop_first(lua, T0 + 1020, "a", "b")] == ["a1"]
+    assert get(lua, "a1")["worker"] == "w1"
+
+
+def test_a_queue_whose_jobs_all_wait_elsewhere_is_passed_over(lua):
+    put(lua, T0, "later", "a", delay=100)
+    put(lua, T0, "b1", "b")
+    # a holds a scheduled job not yet due: a is looked at (and gives nothing), then b.
+    assert [job["jid"] for job in pop_first(lua, T0 + 1, "a", "b")] == ["b1"]
+    assert get(lua, "later")["state"] == "scheduled"
+
+
+def test_an_empty_queue_costs_one_read(lua, redis_client):
+    put(lua, T0, "j1", "last")
+    empties = [f"empty{n}" for n in range(10)]
+    pop_first(lua, T0 + 1, "warm-up", "last")  # the script loaded, its modules known
+    put(lua, T0 + 2, "j2", "last")
+    redis_client.config_resetstat()
+    (job,) = pop_first(lua, T0 + 3, *empties, "last")
+    stats = redis_client.info("commandstats")
+    assert job["jid"] == "j2"
+    # One EXISTS for each empty queue, then the queue with the job's and its pop's own; no
+    # look at the locks of a queue that has none.
+    assert stats["cmdstat_exists"]["calls"] == len(empties) + 2
+    assert "cmdstat_zrange" not in stats
