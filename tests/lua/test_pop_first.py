@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
+
+import pytest
 
 from tests.lua.helpers import T0, expect_error, get, listish, pop, put
 
@@ -100,3 +103,29 @@ def test_an_empty_queue_costs_one_read(lua, redis_client):
     # look at the locks of a queue that has none.
     assert stats["cmdstat_exists"]["calls"] == len(empties) + 2
     assert "cmdstat_zrange" not in stats
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_first_queue_that_hands_a_job_out_wins_whatever_lies_before_it(lua, seed):
+    """Queues in random states: pop.first pops from the first one whose job can go now,
+    whatever empty, not-yet-due and running queues come before it, and touches no other."""
+    rng = random.Random(seed)
+    states = ["empty", "empty", "empty", "later", "running", "waiting", "due"]
+    queues = [f"s{seed}-q{n}" for n in range(rng.randint(1, 40))]
+    layout = {queue: rng.choice(states) for queue in queues}
+    for queue, state in layout.items():
+        if state == "waiting":
+            put(lua, T0, f"{queue}-job", queue)
+        elif state in ("later", "due"):
+            put(lua, T0, f"{queue}-job", queue, delay=500 if state == "later" else 5)
+        elif state == "running":
+            put(lua, T0, f"{queue}-job", queue)
+            pop(lua, T0, queue, "w2")
+    expected = next((q for q in queues if layout[q] in ("waiting", "due")), None)
+    jobs = pop_first(lua, T0 + 10, *queues, count=3)
+    assert [job["queue"] for job in jobs] == ([expected] if expected else [])
+    for queue, state in layout.items():
+        if queue != expected:
+            want = {"empty": None, "later": "scheduled", "running": "running",
+                    "waiting": "waiting", "due": "scheduled"}[state]
+            assert (get(lua, f"{queue}-job") or {}).get("state") == want
