@@ -240,8 +240,11 @@ end
   one call: a worker that completes a job and pops the next pays one call, not two. An
   extension of django_qless. The pop's arguments are checked before anything is written,
   and an error of the completion (the same errors as `complete`) refuses the pop as well.
-  With `lean` the popped job objects have no `history` and `dependents` (reading, decoding
-  and encoding them is 8.6% of a worker job's Redis instructions); the writes are the same.
+  An error of the pop once the completion has written (a corrupt job met in a queue) comes
+  back as the reply's second element, an error in an array, so the caller still learns that
+  its job completed. With `lean` the popped job objects have no `history` and `dependents`
+  (reading, decoding and encoding them is 8.6% of a worker job's Redis instructions); the
+  writes are the same.
   Errors: Complete.pop(): Arg "count" missing or not a number: <v> | Arg "queue" missing;
           then those of complete (Complete(): ...)
 ]]
@@ -251,7 +254,15 @@ QlessAPI['complete.pop'] = function(now, a)
   local count = need_count(a[at], 'Complete.pop(): Arg "count" missing or not a number: ')
   need_queues(a, at + 1, 'Complete.pop(): ')
   local state = QlessJob.complete(now, { a[1], a[2], a[3], a[4] })
-  return { state, pop_first(now, a[2], count, a, at + 1, lean) }
+  local ok, popped = pcall(pop_first, now, a[2], count, a, at + 1, lean)
+  if ok then
+    return { state, popped }
+  elseif type(popped) == 'table' and popped.err then -- a Redis command's error
+    return { state, popped }
+  end
+  -- A Lua error: its text without the position Lua put before it.
+  local message = string.gsub(tostring(popped), '^@?user_%a+:%d+: ', '')
+  return { state, redis.error_reply('Complete.pop(): the pop failed: ' .. message) }
 end
 
 --[[ peek(queue, count) -> JSON list of job objects a pop would get (unchanged jobs;

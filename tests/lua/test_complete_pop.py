@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import redis
+
 from tests.lua.helpers import T0, expect_error, get, listish, pop, put
 
 
@@ -90,3 +92,15 @@ def test_bad_pop_arguments_are_refused_before_the_completion_writes(lua, keyspac
                  "complete.pop", T0 + 2, "run", "w1", "q", "{}", "lean", 1)
     assert keyspace() == before
     assert get(lua, "run")["state"] == "running"
+
+
+def test_a_pop_that_fails_after_the_completion_wrote_comes_back_beside_it(lua):
+    put(lua, T0, "done", "q")
+    pop(lua, T0 + 1, "q", "w1")
+    put(lua, T0 + 1, "corrupt", "q")
+    lua.client.hset("ql:j:corrupt", "tags", "{not JSON")  # a pop of it raises
+    state, popped = lua("complete.pop", T0 + 2, "done", "w1", "q", "{}", 1, "q")
+    # The completion stands and says so; the pop's error is the reply's second element.
+    assert state == "complete" and get(lua, "done")["state"] == "complete"
+    assert isinstance(popped, redis.ResponseError)
+    assert str(popped).startswith("Complete.pop(): the pop failed: Expected object key")

@@ -202,3 +202,25 @@ def test_round_robin_pops_ahead_one_job_per_queue_with_the_completion(
     worker = run_worker("a", "b", strategy="round-robin", prefetch=3)
     assert worker.outcomes == {"completed": 20}
     assert {job_state(qless, jid) for jid in jids} == {"complete"}
+
+
+def test_a_pop_that_fails_beside_a_completion_leaves_the_job_completed(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+    redis_client: redis.Redis, workers: list[Worker], caplog: pytest.LogCaptureFixture,
+) -> None:
+    done = put("worker.noop", priority=10)  # popped first, alone (no popping ahead)
+    corrupt = put("worker.noop")  # met by the pop that goes with done's completion
+    redis_client.hset(f"ql:j:{corrupt}", "tags", "{not JSON")
+
+    def stop(sender: Any, jid: str, **kwargs: Any) -> None:
+        workers[-1].stop.request("test: first completion")
+
+    signals.job_completed.connect(stop, dispatch_uid="tests.prefetch.stop")
+    try:
+        worker = run_worker("q", prefetch=0)
+    finally:
+        signals.job_completed.disconnect(dispatch_uid="tests.prefetch.stop")
+    assert job_state(qless, done) == "complete"
+    assert worker.outcomes == {"completed": 1}
+    assert "pop from q failed: Complete.pop(): the pop failed" in caplog.text
+    assert "unexpected error" not in caplog.text
