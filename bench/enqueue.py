@@ -82,6 +82,19 @@ def main() -> None:
         run_modes(server.client(), record, options)
 
 
+def print_medians(client: redis.Redis, run: str, first: str, width: int,
+                  samples: dict[str, list[dict[str, float]]]) -> None:
+    """A header naming the run, Redis and the load, then one line of medians per name."""
+    load = os.getloadavg()
+    print(f"{run}, Redis {client.info()['redis_version']}, "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    figures = list(next(iter(samples.values()))[0])
+    print(f"{first:{width}s}" + "".join(f"{figure:>20s}" for figure in figures))
+    for name, rounds in samples.items():
+        medians = [statistics.median(r[figure] for r in rounds) for figure in figures]
+        print(f"{name:{width}s}" + "".join(f"{value:20,.1f}" for value in medians))
+
+
 @contextmanager
 def django_on_private_redis(binary: str | None) -> Iterator[RedisServer]:
     """A private redis-server, and Django set up with the bench app's settings on it."""
@@ -122,14 +135,7 @@ def run_modes(client: redis.Redis, record: object, options: argparse.Namespace) 
     for _ in range(options.rounds):
         for name, run in modes.items():
             samples[name].append(measure(client, jobs, run))
-    load = os.getloadavg()
-    print(f"{jobs:,} jobs x {options.rounds} rounds, Redis {client.info()['redis_version']}, "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    figures = list(next(iter(samples.values()))[0])
-    print(f"{'mode':36s}" + "".join(f"{figure:>20s}" for figure in figures))
-    for name, rounds in samples.items():
-        medians = [statistics.median(r[figure] for r in rounds) for figure in figures]
-        print(f"{name:36s}" + "".join(f"{value:20,.1f}" for value in medians))
+    print_medians(client, f"{jobs:,} jobs x {options.rounds} rounds", "mode", 36, samples)
     for name, rounds in samples.items():
         client = statistics.median(r["client CPU us/put"] for r in rounds)
         server = statistics.median(r["Redis CPU us/put"] for r in rounds)

@@ -30,8 +30,6 @@ and the script's own work.
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 import time
 import uuid
@@ -44,7 +42,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/floors.py` puts bench/, not the root, on the path
     sys.path.insert(0, str(ROOT))
 
-from enqueue import django_on_private_redis, redis_cpu  # noqa: E402 - bench/, beside this file
+from enqueue import (  # noqa: E402 - bench/, beside this file
+    django_on_private_redis,
+    print_medians,
+    redis_cpu,
+)
 
 from tests.redis_harness import RedisServer  # noqa: E402
 
@@ -159,21 +161,8 @@ def main() -> None:
                 figures = measure(plain, options.calls, run)
                 if round_number:
                     samples.setdefault(name, []).append(figures)
-        report(plain, samples, options)
-
-
-def report(client: redis.Redis, samples: dict[str, list[dict[str, float]]],
-           options: argparse.Namespace) -> None:
-    """The medians, one line each."""
-    load = os.getloadavg()
-    print(f"{options.calls:,} calls x {options.rounds} rounds, Redis "
-          f"{client.info()['redis_version']}, load average {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}")
-    figures = list(next(iter(samples.values()))[0])
-    print(f"{'line':34s}" + "".join(f"{figure:>20s}" for figure in figures))
-    for name, rounds in samples.items():
-        medians = [statistics.median(r[figure] for r in rounds) for figure in figures]
-        print(f"{name:34s}" + "".join(f"{value:20,.1f}" for value in medians))
+        print_medians(plain, f"{options.calls:,} calls x {options.rounds} rounds", "line", 34,
+                      samples)
 
 
 if __name__ == "__main__":
