@@ -72,15 +72,15 @@ def measure(client: redis.Redis, calls: int, run: Callable[[], None]) -> dict[st
 
 
 def prepacked(connection: redis.connection.Connection, packed: list[bytes],
-              expect: Callable[[int, object], bool]) -> Callable[[], None]:
-    """Send each pre-packed call and read its reply, one at a time; checks every reply."""
+              jids: list[bytes]) -> Callable[[], None]:
+    """Send each pre-packed call and read its reply, one at a time; each must answer its jid."""
 
     def run() -> None:
-        for index, data in enumerate(packed):
+        for data, jid in zip(packed, jids, strict=True):
             connection.send_packed_command([data])
             reply = connection.read_response()
-            if not expect(index, reply):
-                raise SystemExit(f"unexpected reply {reply!r} to call {index}")
+            if reply != jid:
+                raise SystemExit(f"unexpected reply {reply!r}, expected {jid!r}")
 
     return run
 
@@ -109,6 +109,7 @@ def lines(server: RedisServer, calls: int) -> dict[str, Callable[[], None]]:
     put_calls = [commands.put("floors", "q", uuid.uuid4().hex, "bench.record",
                               '{"args":[1],"kwargs":{}}', 0) for _ in range(calls)]
     puts = [pack(script, client.now(), [command]) for command in put_calls]
+    jids = [command.args[2].encode() for command in put_calls]
     head = b"*%d\r\n$5\r\nFCALL\r\n$17\r\nbench_floors_noop\r\n$1\r\n0\r\n"
     # The library's call swapped for the no-op's: the same arguments, byte for byte.
     noops = [head % (len(command.args) + 5) + put.split(b"\r\n$1\r\n0\r\n", 1)[1]
@@ -130,13 +131,10 @@ def lines(server: RedisServer, calls: int) -> dict[str, Callable[[], None]]:
             connection.send_packed_command([completion])
             connection.read_response()
 
-    def is_jid(packed: list[bytes]) -> Callable[[int, object], bool]:
-        return lambda index, reply: isinstance(reply, bytes) and reply in packed[index]
-
     return {
         "LPUSH, redis-py": lpush,
-        "FCALL no-op, a put's arguments": prepacked(connection, noops, is_jid(noops)),
-        "put, pre-packed": prepacked(connection, puts, is_jid(puts)),
+        "FCALL no-op, a put's arguments": prepacked(connection, noops, jids),
+        "put, pre-packed": prepacked(connection, puts, jids),
         "enqueue": enqueue,
         "job body": body,
         "job body + FCALL no-op": body_and_noop,

@@ -255,9 +255,7 @@ QlessAPI['complete.pop'] = function(now, a)
   need_queues(a, at + 1, 'Complete.pop(): ')
   local state = QlessJob.complete(now, { a[1], a[2], a[3], a[4] })
   local ok, popped = pcall(pop_first, now, a[2], count, a, at + 1, lean)
-  if ok then
-    return { state, popped }
-  elseif type(popped) == 'table' and popped.err then -- a Redis command's error
+  if ok or (type(popped) == 'table' and popped.err) then -- the jobs, or a command's error
     return { state, popped }
   end
   -- A Lua error: its text without the position Lua put before it.

@@ -125,7 +125,7 @@ def ratios(rows: list[Summary], ours_name: str = "qless",
         return ""
     lines = ["django_qless / other (throughput; > 1 means django_qless is faster):"]
     for row in rows:
-        if row is ours or row.peer == ours_name:
+        if (row.peer or row.system) == ours_name:  # ours, in any configuration
             continue
         compared = (f"{name} {_x(_ratio(getattr(ours, attr), getattr(row, attr)))}"
                     for name, attr in figures)

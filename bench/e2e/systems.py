@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -79,10 +80,6 @@ def qless_worker(url: str, burst: bool, processes: int = 2) -> list[str]:
     return [*argv, "--burst"] if burst else argv
 
 
-def _qless_processes_4(url: str, burst: bool) -> list[str]:
-    return qless_worker(url, burst, processes=4)
-
-
 def _rq(url: str, burst: bool) -> list[str]:
     argv = [venv_bin("rq"), "worker", "-w", "rq.worker.SimpleWorker", "--url", url,
             "--quiet", "bench"]
@@ -103,10 +100,6 @@ def _huey_processes(url: str, burst: bool, processes: int = 2) -> list[str]:
             "-q"]
 
 
-def _huey_processes_4(url: str, burst: bool) -> list[str]:
-    return _huey_processes(url, burst, processes=4)
-
-
 def _celery(url: str, burst: bool) -> list[str]:
     return [venv_bin("celery"), "-A", "sys_celery", "worker", "-P", "prefork", "-c", "2",
             "-l", "WARNING"]
@@ -120,10 +113,6 @@ def _dramatiq_threads(url: str, burst: bool, processes: int = 2) -> list[str]:
     """dramatiq's default of 8 threads per process (its prefetch follows the thread count)."""
     return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", str(processes), "--threads",
             "8"]
-
-
-def _dramatiq_processes_4(url: str, burst: bool) -> list[str]:
-    return _dramatiq_threads(url, burst, processes=4)
 
 
 SYSTEMS: dict[str, System] = {
@@ -146,11 +135,12 @@ SYSTEMS: dict[str, System] = {
         # Two processes leave a core idle part of the time on 2 cores (each waits on its job's
         # round trip): every queue drains faster with 4, so "at its best" tries 4 as well.
         System("qless_processes_4", "django_qless (4 processes)", 9, sys.executable,
-               _qless_processes_4, has_burst=True, driver="sys_qless", peer="qless"),
+               partial(qless_worker, processes=4), has_burst=True, driver="sys_qless",
+               peer="qless"),
         System("huey_processes_4", "huey RedisHuey (4 processes)", 10, venv_bin("python"),
-               _huey_processes_4, driver="sys_huey", peer="huey"),
+               partial(_huey_processes, processes=4), driver="sys_huey", peer="huey"),
         System("dramatiq_processes_4", "dramatiq (4 processes x 8 threads)", 11,
-               venv_bin("python"), _dramatiq_processes_4, driver="sys_dramatiq",
+               venv_bin("python"), partial(_dramatiq_threads, processes=4), driver="sys_dramatiq",
                peer="dramatiq"),
     )
 }
