@@ -60,3 +60,11 @@ def script_calls(connection: Any) -> int:
     stats = connection.info("commandstats")
     return sum(int(stats[name]["calls"]) for name in ("cmdstat_evalsha", "cmdstat_fcall")
                if name in stats)
+
+
+def nested(depth: int) -> list[Any]:
+    """A list nested `depth` levels deep (job data deeper than any check allows)."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value

@@ -37,6 +37,9 @@ EXISTING_NAME_PATTERN = re.compile(r"[^\x00-\x1f\x7f\ud800-\udfff]{1,1024}")
 #: Largest integer job data may hold: the Lua script's cjson and JavaScript read numbers as
 #: doubles, which hold every integer up to 2**53 - 1 and lose digits beyond.
 MAX_SAFE_INTEGER = 2**53 - 1
+#: Deepest nesting job data may hold: well within the Lua script's cjson (1000 levels) and
+#: within Python's recursion limit for the walks that check and encode it.
+MAX_DEPTH = 500
 
 
 def queue_name(value: object) -> str:
@@ -145,11 +148,11 @@ def encode_data(data: object, max_bytes: int) -> str:
     """Encode job data as compact JSON, refusing anything that would not round-trip."""
     if type(data) is not dict and not isinstance(data, Mapping):
         raise JobDataError(f"job data must be a JSON object (a dict), got {type(data).__name__}")
-    _check_values(data)
     try:
-        encoded = _ENCODER.encode(data)
-    except (TypeError, ValueError) as exc:
-        raise JobDataError(f"job data is not JSON-serialisable: {exc}") from exc
+        _check_values(data)
+        encoded = _encode(data)
+    except RecursionError as exc:  # called from deep in a stack: the walk ran out first
+        raise too_deep() from exc
     if encoded.isascii():  # the usual case: one byte per character, no surrogate
         size = len(encoded)
         if size > max_bytes:
@@ -165,6 +168,19 @@ def encode_data(data: object, max_bytes: int) -> str:
     return encoded
 
 
+def too_deep() -> JobDataError:
+    """The error of job data nested deeper than `MAX_DEPTH` (or than the stack allows)."""
+    return JobDataError(f"job data is nested too deeply (at most {MAX_DEPTH} levels)")
+
+
+def _encode(data: object) -> str:
+    """Compact JSON of checked data; `JobDataError` for what JSON cannot hold."""
+    try:
+        return _ENCODER.encode(data)
+    except (TypeError, ValueError) as exc:
+        raise JobDataError(f"job data is not JSON-serialisable: {exc}") from exc
+
+
 #: Types that are no Mapping, list or tuple: their values skip those (ABC) checks.
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
@@ -172,8 +188,8 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 def _check_values(value: Any, depth: int = 0) -> None:
     """Refuse what json.dumps would silently change (non-string keys become strings) or
     other clients would read back differently (integers beyond +-`MAX_SAFE_INTEGER`)."""
-    if depth > 500:
-        raise JobDataError("job data is nested too deeply")
+    if depth > MAX_DEPTH:
+        raise too_deep()
     kind = type(value)
     if kind in _PLAIN:
         if kind is int:

@@ -122,6 +122,11 @@ class QlessBackend(BaseTaskBackend):
             )
         except (TypeError, ValueError) as exc:
             raise TaskArgumentsError(f"{task.module_path}: arguments are not JSON: {exc}") from exc
+        except RecursionError:  # Django's normalisation recurses once or twice a level
+            # Caused by the error @qless_job gives for such data; the RecursionError stays
+            # as the context.
+            too_deep = validation.too_deep()
+            raise TaskArgumentsError(f"{task.module_path}: {too_deep}") from too_deep
 
     def _encode(self, client: Client, result: TaskResult[Any]) -> str:
         """The job data as JSON: `TaskArgumentsError` unless it round-trips (NaN, int keys),

@@ -25,7 +25,7 @@ else:
         except ImportError as exc:
             raise ImportError(
                 "django_qless.tasks needs Django 6.0+ or the django-tasks package "
-                "(pip install 'django-qless[tasks]')"
+                "(python -m pip install django-tasks, or django_qless's [tasks] extra)"
             ) from exc
         from django_tasks.backends.base import BaseTaskBackend
         from django_tasks.base import Task, TaskError

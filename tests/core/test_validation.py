@@ -6,7 +6,9 @@ import datetime
 import decimal
 import enum
 import functools
+import inspect
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -22,6 +24,7 @@ from django_qless.core import (
     commands,
 )
 from django_qless.core import validation as check
+from tests.support import nested
 
 BAD_DATA: list[Any] = [
     {"when": datetime.datetime(2024, 1, 1)},
@@ -335,6 +338,18 @@ class _Pairs(Mapping[Any, Any]):
 def test_data_checks_reach_every_kind_of_value(data: Any, message: str) -> None:
     with pytest.raises(JobDataError, match=message):
         check.encode_data(data, 1 << 20)
+
+
+def test_data_encoded_from_deep_in_a_stack_is_refused_typed_not_with_recursion_error() -> None:
+    # Data within MAX_DEPTH, but the caller's own stack leaves too little room to walk it.
+    def descend(frames: int) -> str:
+        if frames:
+            return descend(frames - 1)
+        return check.encode_data({"a": nested(check.MAX_DEPTH - 10)}, 1 << 20)
+
+    frames = sys.getrecursionlimit() - check.MAX_DEPTH // 2
+    with pytest.raises(JobDataError, match="nested too deeply"):
+        descend(frames - len(inspect.stack(0)))
 
 
 def test_plain_values_and_booleans_pass_the_data_checks() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +25,8 @@ from django_qless.outbox import tables
 from django_qless.outbox.checks import check_outbox_table
 from django_qless.outbox.models import OutboxEntry
 from tests.testapp.qless_jobs import add
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults(qless_url: str) -> None:
@@ -82,6 +87,47 @@ def test_the_check_warns_when_the_table_is_missing(settings: Any, qless_url: str
     assert any(m.id == "django_qless.W010" for m in run_checks(databases=["default"]))
     settings.QLESS = {"URL": qless_url, "OUTBOX": False}
     assert check_outbox_table(databases=["default"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("dropped_table")
+def test_migrate_s_own_checks_do_not_ask_for_migrate_and_check_still_does() -> None:
+    out, err = StringIO(), StringIO()
+    call_command("migrate", database="default", skip_checks=False, verbosity=0,
+                 stdout=out, stderr=err)
+    assert "W010" not in out.getvalue() + err.getvalue()
+    call_command("check", databases=["default"], stdout=out, stderr=err)
+    assert "django_qless.W010" in err.getvalue()
+
+
+FRESH_PROJECT_SETTINGS = """
+SECRET_KEY = "fresh-project"
+USE_TZ = True
+DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": {db!r}}}}}
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "django_qless"]
+QLESS = {{"URL": {url!r}}}
+"""
+
+
+def test_a_fresh_project_s_migrate_prints_no_w010(tmp_path: Path, qless_url: str) -> None:
+    (tmp_path / "fresh_settings.py").write_text(
+        FRESH_PROJECT_SETTINGS.format(db=str(tmp_path / "db.sqlite3"), url=qless_url))
+
+    def manage(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "django", *args], cwd=tmp_path, capture_output=True,
+            text=True, check=False, timeout=120,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{tmp_path}",
+                 "DJANGO_SETTINGS_MODULE": "fresh_settings"},
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout + result.stderr
+
+    assert "django_qless.W010" in manage("check", "--database", "default")
+    migrated = manage("migrate")
+    assert "Applying django_qless.0002_outbox... OK" in migrated
+    assert "W010" not in migrated
+    assert "W010" not in manage("check", "--database", "default")
 
 
 @pytest.mark.django_db(transaction=True)

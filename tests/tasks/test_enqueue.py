@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from django_qless.core import Client, PayloadTooLargeError
+from django_qless.core import Client, JobDataError, PayloadTooLargeError
 from django_qless.tasks import QlessBackend, TaskArgumentsError
 from django_qless.tasks.compat import InvalidTask, TaskResultStatus, task_backends, task_enqueued
+from tests.support import nested
 
 
 def test_enqueue_puts_one_job_with_the_task_s_queue_priority_klass_and_data(
@@ -103,6 +104,21 @@ def test_arguments_that_are_not_json_write_nothing(tasks: Any, args: Any, keyspa
     with pytest.raises(TypeError) as info:
         tasks.add.enqueue(*args)
     assert isinstance(info.value, InvalidTask) and isinstance(info.value, TaskArgumentsError)
+    assert keyspace() == before
+
+
+@pytest.mark.parametrize("depth", [501, 1_000, 100_000])
+@pytest.mark.parametrize("where", ["args", "kwargs"])
+def test_arguments_nested_too_deeply_are_refused_as_qless_job_refuses_them(
+    tasks: Any, keyspace: Any, depth: int, where: str
+) -> None:
+    before = keyspace()
+    with pytest.raises(TaskArgumentsError, match="nested too deeply") as info:
+        if where == "args":
+            tasks.add.enqueue(nested(depth), 1)
+        else:
+            tasks.shout.enqueue("x", times=nested(depth))
+    assert isinstance(info.value, InvalidTask) and isinstance(info.value.__cause__, JobDataError)
     assert keyspace() == before
 
 

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from django_qless.core import Client
+from django_qless.core import Client, JobDataError
 from django_qless.outbox.models import OutboxEntry
 from django_qless.tasks import TaskArgumentsError, enqueue_many
 from django_qless.tasks.compat import TaskResultStatus, task_enqueued
+from tests.support import nested
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,6 +63,22 @@ def test_a_bad_call_in_the_middle_writes_nothing(
         enqueue_many(tasks.add, calls)
     assert any("call #1; nothing was enqueued" in note for note in raised.value.__notes__)
     assert keyspace() == {} and sent == []
+
+
+@pytest.mark.parametrize("atomic", [False, True], ids=["now", "in-a-transaction"])
+def test_a_call_nested_too_deeply_writes_nothing(
+    tasks: Any, keyspace: Any, sent: list[Any], atomic: bool
+) -> None:
+    calls: list[Any] = [((1, 2), {}), ((nested(1_000), 2), {}), ((3, 4), {})]
+    with pytest.raises(TaskArgumentsError, match="nested too deeply") as raised:
+        if atomic:
+            with transaction.atomic():
+                enqueue_many(tasks.add, calls)
+        else:
+            enqueue_many(tasks.add, calls)
+    assert isinstance(raised.value.__cause__, JobDataError)
+    assert any("call #1; nothing was enqueued" in note for note in raised.value.__notes__)
+    assert keyspace() == {} and sent == [] and not OutboxEntry.objects.exists()
 
 
 def test_inside_a_transaction_rollback_puts_nothing_and_commit_puts_all(
