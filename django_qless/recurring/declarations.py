@@ -106,7 +106,7 @@ def collect(settings: QlessSettings | None = None, jobs: Registry | None = None)
         elif not _add_task(found, problems, klass, schedule, settings, where):
             problems.append(Problem(
                 "django_qless.E021", f"{where}['JOB']",
-                f"names {klass!r}, which is neither a registered job (decorated with "
+                f"names {klass!r}, which is not a registered job (decorated with "
                 "@qless_job in a qless_jobs.py of an installed app) nor a Django task "
                 "(@task) of an installed app",
             ))
