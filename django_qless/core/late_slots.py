@@ -74,11 +74,14 @@ class LateSlots:
         ref = slot_ref(job.jid)
         if ref is None or job.remaining < job.retries:
             return None
+        now = self.store.client.now()
+        if now - ref.slot <= GRACE:
+            return None  # on time: no need to read its schedule
         name = self._name(ref.stem)
         stored = self.store.read([name]) if name is not None else []
         if not stored:
             return None  # its schedule is gone: a prune cancels such jobs, nothing to judge by
-        return too_late(stored[0].definition, ref.slot, self.store.client.now())
+        return too_late(stored[0].definition, ref.slot, now)
 
     def _name(self, stem: str) -> str | None:
         """The schedule whose jids start with `stem` (the index is read again on a miss)."""
