@@ -11,7 +11,7 @@ import logging
 import redis
 
 from ..core import Job, LockLostError, QlessError
-from ..core.late_slots import SKIPPED, LateSlots
+from ..core.late_slots import SKIPPED, LateSlots, slot_ref
 from ..cron import CronError
 from .report import Outcome
 
@@ -27,6 +27,8 @@ class LateSlotGate:
 
     def check(self, job: Job) -> Outcome | None:
         """`Outcome.SKIPPED` once a too-late slot job is completed unrun; None: run it."""
+        if slot_ref(job.jid) is None:
+            return None  # not a cron slot job (most jobs): nothing to read
         try:
             reason = self._judge(job).reason(job)
         except (redis.RedisError, QlessError, CronError) as exc:
