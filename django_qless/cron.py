@@ -46,6 +46,15 @@ class CronError(ValueError):
     """A cron expression or zone that cannot be used; the message says which part and why."""
 
 
+def is_number(text: str) -> bool:
+    """Whether `text` is a whole number written with the ASCII digits 0-9 only.
+
+    `str.isdigit()` also accepts other scripts' digits (Arabic-Indic, full-width) and
+    superscripts, which `int()` reads or refuses with a bare ValueError: cron takes neither.
+    """
+    return text.isascii() and text.isdigit()
+
+
 def parse_field(text: str, index: int) -> frozenset[int]:
     """The values one field allows (day of week 7 folded into 0)."""
     name, low, high = FIELDS[index]
@@ -64,7 +73,7 @@ def parse_part(part: str, name: str, low: int, high: int, names: tuple[str, ...]
     span, slash, step_text = part.partition("/")
     step = 1
     if slash:
-        if not step_text.isdigit() or int(step_text) == 0:
+        if not is_number(step_text) or int(step_text) == 0:
             raise CronError(f"{name}: step in {part!r} must be a whole number above 0")
         step = int(step_text)
     if span == "*":
@@ -86,7 +95,7 @@ def value_of(text: str, name: str, low: int, high: int, names: tuple[str, ...],
     upper = text.upper()
     if upper in names:
         return names.index(upper) + base
-    if not text.isdigit():
+    if not is_number(text):
         raise CronError(f"{name}: {text!r} is not a number" + (
             f" nor one of {', '.join(names)}" if names else ""))
     value = int(text)

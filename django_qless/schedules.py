@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from .cron import CronError, CronExpression, zone
+from .cron import CronError, CronExpression, is_number, zone
 
 #: Tag carried by every recurring template django_qless manages (and by the jobs it spawns).
 MANAGED_TAG = "django_qless:managed"
@@ -41,7 +41,8 @@ JID_PREFIX = "recur-"
 #: Default `backlog`: after downtime, at most two runs (backlog + 1) are spawned.
 DEFAULT_BACKLOG = 1
 
-_AT = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
+#: ASCII digits only: `\d` alone matches every script's digits.
+_AT = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", re.ASCII)
 
 Seconds = float | int | dt.timedelta
 
@@ -204,7 +205,7 @@ CatchUp = Literal["skip", "latest"] | int
 
 def check_catch_up(value: object) -> CatchUp:
     """"skip", "latest", or a whole number N >= 1 of missed slots to run (digits accepted)."""
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and is_number(value.strip()):
         value = int(value.strip())
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ..cron import CronError, CronExpression
+from ..cron import CronError, CronExpression, is_number
 from . import commands, keys
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def catch_up_count(policy: str) -> int:
         return 0
     if policy == "latest":
         return 1
-    if policy.isdigit() and int(policy) >= 1:
+    if is_number(policy) and int(policy) >= 1:
         return int(policy)
     raise CronError(f"catch-up must be 'skip', 'latest' or a number >= 1, got {policy!r}")
 

@@ -101,14 +101,15 @@ def collect(settings: QlessSettings | None = None, jobs: Registry | None = None)
             problems.append(Problem("django_qless.E020", where, str(exc)))
             continue
         target = jobs.lookup(klass)
-        if target is None:
+        if target is not None:
+            _add(found, problems, target, schedule, settings, where)
+        elif not _add_task(found, problems, klass, schedule, settings, where):
             problems.append(Problem(
                 "django_qless.E021", f"{where}['JOB']",
-                f"names {klass!r}, which is not a registered job (is it decorated with "
-                "@qless_job in a qless_jobs.py of an installed app?)",
+                f"names {klass!r}, which is not a registered job (decorated with "
+                "@qless_job in a qless_jobs.py of an installed app) nor a Django task "
+                "(@task) of an installed app",
             ))
-            continue
-        _add(found, problems, target, schedule, settings, where)
     problems += _duplicates(found)
     return Declarations(tuple(sorted(found, key=lambda d: d.name)), tuple(problems))
 
@@ -122,6 +123,29 @@ def _add(
         found.append(resolve(defn, schedule, settings, where))
     except (QlessError, TypeError, ValueError) as exc:
         problems.append(Problem("django_qless.E023", where, f"cannot be scheduled: {exc}"))
+
+
+def _add_task(
+    found: list[Declared], problems: list[Problem], path: str, schedule: Schedule,
+    settings: QlessSettings, where: str,
+) -> bool:
+    """Resolve the schedule of the Django task at `path` into `found`, or record why it
+    cannot be; False when there is no such task (or no Django Tasks at all)."""
+    try:  # Django Tasks is optional (Django 6, or the django-tasks backport on 5.2)
+        from ..tasks.exceptions import NotQlessBackendError  # noqa: PLC0415
+        from ..tasks.schedule import find_task, resolve_task_schedule  # noqa: PLC0415
+    except ImportError:
+        return False
+    task = find_task(path)
+    if task is None:
+        return False
+    try:
+        found.append(resolve_task_schedule(task, schedule, settings, where))
+    except NotQlessBackendError as exc:
+        problems.append(Problem("django_qless.E024", f"{where}['JOB']", str(exc)))
+    except (QlessError, TypeError, ValueError) as exc:
+        problems.append(Problem("django_qless.E023", where, f"cannot be scheduled: {exc}"))
+    return True
 
 
 def resolve(
@@ -166,9 +190,10 @@ def from_setting(name: str, entry: object) -> tuple[str, Schedule]:
     if missing:
         raise ValueError(f"needs {' and '.join(missing)}" + (
             " (or CRON)" if "EVERY" in missing else ""))
-    klass = entry["JOB"]
+    klass = _task_path(entry["JOB"]) or entry["JOB"]
     if not isinstance(klass, str) or not klass:
-        raise ValueError(f"JOB must be a job name (klass), got {klass!r}")
+        raise ValueError(f"JOB must be a job name (klass), a Django task or its dotted path, "
+                         f"got {klass!r}")
     schedule = Schedule(
         timing(entry),
         name=name,
@@ -182,6 +207,17 @@ def from_setting(name: str, entry: object) -> tuple[str, Schedule]:
         connection=entry.get("CONNECTION"),
     )
     return klass, schedule
+
+
+def _task_path(value: object) -> str | None:
+    """The dotted path of a Django `Task` given as JOB; None for anything else."""
+    if isinstance(value, str):
+        return None
+    try:
+        from ..tasks.schedule import task_path  # noqa: PLC0415 - Django Tasks is optional
+    except ImportError:
+        return None
+    return task_path(value)
 
 
 def timing(entry: Mapping[str, Any]) -> Timing:

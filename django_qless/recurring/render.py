@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.crons import StoredCron
 from ..core.recurring import Template
+from ..cron import is_number
 from ..schedules import MANAGED_TAG, duration, schedule_jid
 from .plan import Action, Change, managed
 from .sync import DatabaseResult, SyncReport
@@ -156,7 +157,7 @@ def cron_json(action: Action) -> dict[str, Any] | None:
     if action.stored is not None:
         stored = action.stored.definition
         return {"expression": stored.expression, "tz": stored.tz,
-                "catch_up": int(stored.catch_up) if stored.catch_up.isdigit()
+                "catch_up": int(stored.catch_up) if is_number(stored.catch_up)
                 else stored.catch_up}
     return None
 

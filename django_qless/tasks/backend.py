@@ -110,6 +110,12 @@ class QlessBackend(BaseTaskBackend):
             put()
         return result
 
+    def job_data(self, client: Client, task: Task[Any, Any], args: Sequence[Any],
+                 kwargs: Mapping[str, Any]) -> str:
+        """The job data (JSON) `enqueue` would put for this call, checked as it checks it."""
+        self.validate_task(task)
+        return self._encode(client, self._new_result(task, args, kwargs))
+
     def _new_result(
         self, task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> TaskResult[Any]:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from ..exceptions import QlessConfigurationError
 from ..results import ResultNotStorableError
 from .compat import InvalidTask
 
-__all__ = ["ResultNotStorableError", "TaskArgumentsError", "TaskDataError"]
+__all__ = [
+    "NotQlessBackendError",
+    "ResultNotStorableError",
+    "TaskArgumentsError",
+    "TaskDataError",
+    "TaskScheduleError",
+]
 
 
 class TaskArgumentsError(InvalidTask, TypeError):
@@ -18,3 +25,11 @@ class TaskArgumentsError(InvalidTask, TypeError):
 
 class TaskDataError(ValueError):
     """Job data read from Redis is not the shape this backend writes for a task."""
+
+
+class TaskScheduleError(QlessConfigurationError):
+    """A Django task named by a recurring schedule cannot be scheduled; the message says why."""
+
+
+class NotQlessBackendError(TaskScheduleError):
+    """A scheduled task's backend is not a `QlessBackend`: no qless worker would run it."""

@@ -37,6 +37,9 @@ class Outcome(str, enum.Enum):
     RETRIED = "retried"
     LOCK_LOST = "lock lost"
     HANDED_BACK = "handed back"
+    #: A cron slot job popped later than its schedule's catch-up policy allows: completed
+    #: without running (`late_slots`).
+    SKIPPED = "skipped"
     #: qless could not be told (Redis unreachable): the lock expires, the job runs again.
     UNREPORTED = "unreported"
 

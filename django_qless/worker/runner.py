@@ -26,6 +26,7 @@ from .databases import ConnectionHygiene
 from .failures import group_for, message_for, retried, truncate
 from .interrupt import Interrupter, JobInterrupted, ShutdownTimeout
 from .isolation import Isolation
+from .late_slots import LateSlotGate
 from .monitor import Monitor
 from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
@@ -58,6 +59,7 @@ class JobRunner:
         self.worker_name = reporter.worker_name
         self.databases = ConnectionHygiene()
         self.isolation = Isolation(options)
+        self.late_slots = LateSlotGate(self.worker_name)
         #: How long the last job's function ran (seconds; 0 when it was not called).
         self.last_duration = 0.0
 
@@ -65,6 +67,9 @@ class JobRunner:
         """Run a popped job to its end; returns what happened to it (SUCCEEDED: not completed
         yet)."""
         self.last_duration = 0.0
+        skipped = self.late_slots.check(job)
+        if skipped is not None:
+            return skipped
         target = self._target(job)
         if isinstance(target, UnknownJobError):
             return self._fail_unknown(job, target)

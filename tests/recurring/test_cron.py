@@ -126,6 +126,14 @@ def test_wall_time_is_kept_for_each_slot() -> None:
     ("0 0 30 2 *", "no day that exists"),
     ("@reboot", "unknown alias"),
     ("", "five"),
+    # Digits of other scripts pass str.isdigit(); int() reads some and refuses others.
+    ("\u0665 * * * *", "minute: '\u0665' is not a number"),  # Arabic-Indic 5
+    ("0 \uff19 * * *", "hour: '\uff19' is not a number"),  # full-width 9
+    ("0 9 \u0661-3 * *", "day of month: '\u0661' is not a number"),
+    ("0 9 * 1-\u0663 *", "month: '\u0663' is not a number"),
+    ("*/\u0662 * * * *", "minute: step in"),
+    ("0 \u00b2 * * *", "hour: '\u00b2' is not a number"),  # superscript two
+    ("0 9 * * \u0967", "day of week: '\u0967' is not a number"),  # Devanagari 1
 ])
 def test_bad_expressions_name_the_problem(text: str, message: str) -> None:
     with pytest.raises(CronError, match=message):

@@ -60,6 +60,9 @@ def test_catch_up_policies(value: Any, expected: Any) -> None:
     ({"expression": "0 9 * * *", "catch_up": 0}, "catch_up must be"),
     ({"expression": "0 9 * * *", "catch_up": "all"}, "catch_up must be"),
     ({"expression": "0 9 * * *", "catch_up": True}, "catch_up must be"),
+    ({"expression": "0 9 * * *", "catch_up": "\u0662"}, "catch_up must be"),  # Arabic-Indic 2
+    ({"expression": "0 9 * * *", "catch_up": "\u00b2"}, "catch_up must be"),  # superscript 2
+    ({"expression": "\uff10 9 * * *"}, "minute: '\uff10' is not a number"),  # full-width 0
 ])
 def test_bad_cron_is_a_typed_clear_error(kwargs: dict[str, Any], text: str) -> None:
     expression = kwargs.pop("expression")

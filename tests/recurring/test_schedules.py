@@ -68,6 +68,7 @@ def test_every_adds_up_units(kwargs: dict[str, Any], interval: int) -> None:
         ({"minutes": 5, "offset": -1}, "offset must be at least 0"),
         ({"days": 1, "at": "25:00"}, "at='25:00'"),
         ({"days": 1, "at": "3am"}, 'at= must look like "03:00"'),
+        ({"days": 1, "at": "\u0660\u0663:00"}, 'at= must look like "03:00"'),  # Arabic-Indic
         ({"days": 1, "at": "03:00", "tz": "Mars/Olympus"}, "not a known time zone"),
         ({"days": 1, "at": "03:00", "offset": 60}, "only one of at=, anchor= and offset="),
         ({"days": 1, "anchor": dt.datetime(2024, 1, 1)}, "timezone-aware"),
