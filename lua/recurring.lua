@@ -99,9 +99,8 @@ local function parse_update(args)
       end
     elseif name == 'queue' then
       need_name(value, 'Recur(): Arg "queue" missing')
-    elseif name == 'klass' then
-      -- An empty klass, as recur accepts it; need() above already refused a missing one.
-    else
+    elseif name ~= 'klass' then
+      -- (klass may be empty, as recur accepts it; need() above refused a missing one)
       error('Recur(): Unrecognized option "' .. name .. '"')
     end
     pairs_[#pairs_ + 1] = { name, value }
