@@ -21,8 +21,9 @@ _LAYOUT = frozenset(
 
 def visible(text: str) -> str:
     """`text` with each control or layout character shown: a picture, or `<U+XXXX>`."""
-    if text.isprintable():  # the usual case; isprintable() is False for every character
-        return text         # replaced below (and for some kept, e.g. other format ones)
+    # The usual case first: every character replaced below makes isprintable() False.
+    if text.isprintable():
+        return text
     return "".join(_shown(char) for char in text)
 
 
