@@ -26,7 +26,9 @@ function QlessQueue.parse_put(args)
     worker = a[1] or '',
     queue = need_name(a[2], 'Put(): Arg "queue" missing'),
     jid = need_name(a[3], 'Put(): Arg "jid" missing'),
-    klass = need_name(a[4], 'Put(): Arg "klass" missing'),
+    -- An empty klass is accepted, as qless-core does: it names no key, and the Ruby
+    -- gem puts jobs of anonymous classes with one.
+    klass = need(a[4], 'Put(): Arg "klass" missing'),
     raw = a[5],
     delay = nil, retries = nil, priority = nil, tags = nil, depends = nil, live = nil,
   }

@@ -7,7 +7,8 @@ load_module('options') -- need_integer, json_list, even without options
 local function parse_recur(args)
   local p = {
     jid = need_name(args[2], 'RecurringJob On(): Arg "jid" missing'),
-    klass = need_name(args[3], 'RecurringJob On(): Arg "klass" missing'),
+    -- An empty klass is accepted, as put accepts it (it names no key).
+    klass = need(args[3], 'RecurringJob On(): Arg "klass" missing'),
     raw = args[4],
   }
   local spec = need(args[5], 'RecurringJob On(): Arg "spec" missing')
@@ -96,9 +97,10 @@ local function parse_update(args)
       if not decode(value) then
         error('Recur(): Arg "data" is not JSON-encoded: ' .. value)
       end
-    elseif name == 'klass' or name == 'queue' then
-      need_name(value, 'Recur(): Arg "' .. name .. '" missing')
-    else
+    elseif name == 'queue' then
+      need_name(value, 'Recur(): Arg "queue" missing')
+    elseif name ~= 'klass' then
+      -- (klass may be empty, as recur accepts it; need() above refused a missing one)
       error('Recur(): Unrecognized option "' .. name .. '"')
     end
     pairs_[#pairs_ + 1] = { name, value }

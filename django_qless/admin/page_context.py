@@ -17,6 +17,7 @@ from ..connection import get_client
 from ..core import Client
 from . import live_requests, masking, permissions
 from .masking import Redaction
+from .visible import visible
 
 if TYPE_CHECKING:
     from .admin import QlessAdmin
@@ -84,7 +85,7 @@ class PageContext:
         """Render a page inside the admin's layout (header, breadcrumbs, messages)."""
         full = {
             **self.site.each_context(self.request),
-            "title": title,
+            "title": visible(title),
             "opts": self.admin.model._meta,
             "app_label": "django_qless",
             "qless_alias": self.alias,
@@ -114,7 +115,7 @@ class PageContext:
         ]
         if len(get_settings().connections) > 1:
             head.append((f"Connection {self.alias}", self.url("overview")))
-        return head + list(crumbs)
+        return head + [(visible(label), url) for label, url in crumbs]
 
     def switch_links(self) -> list[tuple[str, str, bool]]:
         """The same page on each configured connection: (alias, url, current)."""

@@ -12,11 +12,26 @@ from dataclasses import dataclass
 
 from django.db.models import Model
 from django.http import HttpResponse
+from django.urls import register_converter
+from django.urls.converters import PathConverter
 
 from .. import models
 from . import permissions
 from .job_actions import JOB_ACTIONS, JobAction
 from .views import actions, config, cron, failures, jobs, overview, queues, recurring, workers
+
+
+class NameConverter(PathConverter):
+    """A queue, job, worker or group name in a path: any text, newlines included.
+
+    Django's `path` converter (`.+`) stops at a newline, and other qless clients can
+    create a queue named with one: its page must still have a URL (quoted by `reverse`).
+    """
+
+    regex = r"[\s\S]+"
+
+
+register_converter(NameConverter, "qless_name")
 
 #: Start of every route: the connection alias.
 ALIAS_PREFIX = "<str:alias>/"
@@ -68,28 +83,28 @@ INDEX_ROUTES: dict[type[Model], str] = {
 ROUTES: tuple[Route, ...] = (
     page(models.Overview, "", overview.overview, "overview"),
     page(models.Queue, "", queues.queue_list, "queues"),
-    page(models.Queue, "q/<path:name>/", queues.queue_page, "queue"),
+    page(models.Queue, "q/<qless_name:name>/", queues.queue_page, "queue"),
     action(models.Queue, "pause/", queues.pause, "queue_pause", permissions.QUEUES),
     action(models.Queue, "unpause/", queues.unpause, "queue_unpause", permissions.QUEUES),
     action(models.Queue, "settings/", queues.save_settings, "queue_settings", permissions.QUEUES),
     page(models.Job, "", jobs.search, "search"),
-    page(models.Job, "j/<path:jid>/", jobs.job_page, "job"),
+    page(models.Job, "j/<qless_name:jid>/", jobs.job_page, "job"),
     page(models.Job, "completed/", jobs.completed, "completed"),
     page(models.Job, "tracked/", jobs.tracked, "tracked"),
     page(models.Job, "tagged/", jobs.tagged, "tagged"),
     *(job_action_route(entry) for entry in JOB_ACTIONS),
     page(models.Failure, "", failures.groups, "failures"),
-    page(models.Failure, "g/<path:group>/", failures.group_page, "failure_group"),
+    page(models.Failure, "g/<qless_name:group>/", failures.group_page, "failure_group"),
     action(models.Failure, "retry/", failures.retry_group, "failure_retry", permissions.RETRY),
     action(models.Failure, "retry-all/", failures.retry_all, "failure_retry_all",
            permissions.RETRY),
     action(models.Failure, "cancel/", failures.cancel_group, "failure_cancel",
            permissions.CANCEL),
     page(models.Worker, "", workers.worker_list, "workers"),
-    page(models.Worker, "w/<path:name>/", workers.worker_page, "worker"),
+    page(models.Worker, "w/<qless_name:name>/", workers.worker_page, "worker"),
     action(models.Worker, "forget/", workers.forget, "worker_forget", permissions.QUEUES),
     page(models.RecurringJob, "", recurring.recurring_list, "recurring_list"),
-    page(models.RecurringJob, "r/<path:jid>/", recurring.recurring_page, "recurring"),
+    page(models.RecurringJob, "r/<qless_name:jid>/", recurring.recurring_page, "recurring"),
     action(models.RecurringJob, "update/", recurring.update, "recurring_update",
            permissions.RECURRING),
     action(models.RecurringJob, "delete/", recurring.delete, "recurring_delete",

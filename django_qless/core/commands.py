@@ -237,7 +237,7 @@ def multiget(jids: Sequence[str]) -> Command:
 def jobs(state: str, queue: str, offset: int, count: int) -> Command:
     """Jids of a queue in `state` (running, stalled, scheduled, depends, recurring)."""
     return Command("jobs", (
-        state, check.existing_name(queue, "queue name"), check.offset(offset), check.count(count)
+        state, check.existing_queue_name(queue), check.offset(offset), check.count(count)
     ))
 
 
@@ -285,39 +285,39 @@ def queues(name: str | None = None) -> Command:
     """Counts of every queue, or of one."""
     if name is None:
         return Command("queues", ())
-    return Command("queues", (check.existing_name(name, "queue name"),))
+    return Command("queues", (check.existing_queue_name(name),))
 
 
 def peek(queue: str, count: int) -> Command:
     """The next jobs a pop would return, without leasing them."""
-    return Command("peek", (check.existing_name(queue, "queue name"), check.count(count)))
+    return Command("peek", (check.existing_queue_name(queue), check.count(count)))
 
 
 def length(queue: str) -> Command:
     """Running + waiting + scheduled jobs of a queue."""
-    return Command("length", (check.existing_name(queue, "queue name"),))
+    return Command("length", (check.existing_queue_name(queue),))
 
 
 def stats(queue: str, when: float) -> Command:
     """Wait and run statistics of a queue for the day containing `when`."""
     return Command("stats", (
-        check.existing_name(queue, "queue name"), check.number(when, "date", minimum=0)
+        check.existing_queue_name(queue), check.number(when, "date", minimum=0)
     ))
 
 
 def pause(queue: str) -> Command:
     """Stop handing out a queue's jobs."""
-    return Command("pause", (check.existing_name(queue, "queue name"),))
+    return Command("pause", (check.existing_queue_name(queue),))
 
 
 def unpause(queue: str) -> Command:
     """Resume handing out a queue's jobs."""
-    return Command("unpause", (check.existing_name(queue, "queue name"),))
+    return Command("unpause", (check.existing_queue_name(queue),))
 
 
 def forget_queue(queue: str) -> Command:
     """Drop a queue's name from the known queues (its jobs are untouched)."""
-    return Command("queue.forget", (check.existing_name(queue, "queue name"),))
+    return Command("queue.forget", (check.existing_queue_name(queue),))
 
 
 # Recurring templates.

@@ -26,7 +26,7 @@ class Queue:
         self.client = client
         # `existing`: a name read back from Redis, which another client may have chosen; it
         # can be read, while writes that name a queue (put, recur) still check it strictly.
-        self.name = check.existing_name(name, "queue name") if existing else check.queue_name(name)
+        self.name = check.existing_queue_name(name) if existing else check.queue_name(name)
 
     def __repr__(self) -> str:
         return f"<Queue {self.name}>"

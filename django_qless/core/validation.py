@@ -6,8 +6,10 @@ Rules:
   ``<jid>-<n>``): 1 to 1024 characters, no whitespace or control characters;
 - worker names: ``[A-Za-z0-9_.:@-]{1,256}``; tags and failure groups: 1 to 256 characters,
   no control characters;
-- queue and worker names only read by (another client may have chosen them): 1 to 1024
-  characters, no control characters;
+- worker names only read by (another client may have chosen them): 1 to 1024 characters,
+  no control characters;
+- queue names only read by (pages, metrics): any non-empty text, control characters
+  included, since other qless clients create such queues and every one must be readable;
 - no name holds a lone surrogate (``"\\ud800"``): it has no UTF-8 form, so Redis never sees it;
 - numbers: real ints/floats (``bool`` refused), finite;
 - counts: at least 1, clamped to `MAX_COUNT`;
@@ -34,6 +36,9 @@ LABEL_PATTERN = re.compile(r"[^\x00-\x1f\x7f\ud800-\udfff]{1,256}")
 #: Names read back from Redis (a queue or worker another qless client chose): reads accept
 #: any of them, so pages can show what any client wrote; writes use the strict rules above.
 EXISTING_NAME_PATTERN = re.compile(r"[^\x00-\x1f\x7f\ud800-\udfff]{1,1024}")
+#: A queue name read back from Redis: qless-core and its clients accept any string, so a
+#: queue named with a newline or NUL exists and its counts and stats must stay readable.
+EXISTING_QUEUE_PATTERN = re.compile(r"[^\ud800-\udfff]+")
 #: Largest integer job data may hold: the Lua script's cjson and JavaScript read numbers as
 #: doubles, which hold every integer up to 2**53 - 1 and lose digits beyond.
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -72,6 +77,11 @@ def worker_name(value: object) -> str:
 def existing_name(value: object, what: str) -> str:
     """Check a queue or worker name to read by (lenient: any client may have written it)."""
     return _match(EXISTING_NAME_PATTERN, value, what)
+
+
+def existing_queue_name(value: object) -> str:
+    """Check a queue name to read by: any non-empty text another client may have chosen."""
+    return _match(EXISTING_QUEUE_PATTERN, value, "queue name")
 
 
 def label(value: object, what: str) -> str:

@@ -75,7 +75,9 @@ class QlessCollector(Collector):
         for alias in self.connections():
             try:
                 reading = self.reader(alias)
-            except (redis.RedisError, QlessError, OSError) as exc:
+            except (redis.RedisError, QlessError, OSError, UnicodeDecodeError) as exc:
+                # UnicodeDecodeError: another client named a queue or group with bytes that
+                # are not UTF-8; the other connections are still reported.
                 logger.warning("qless metrics: connection %r could not be read: %s", alias, exc)
                 families.up.add_metric([alias], 0)
                 continue

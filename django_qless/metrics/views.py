@@ -19,11 +19,19 @@ def allowed(request: HttpRequest) -> bool:
     """A matching `Authorization: Bearer <METRICS_TOKEN>`, or an active staff user with
     the qless view permission."""
     token = get_settings().metrics_token
-    header = request.headers.get("Authorization", "")
-    if token and header.startswith("Bearer "):
+    presented = bearer_token(request.headers.get("Authorization", ""))
+    if token and presented is not None:
         # Constant-time: the token is a secret.
-        return secrets.compare_digest(header.removeprefix("Bearer ").encode(), token.encode())
+        return secrets.compare_digest(presented.encode(), token.encode())
     return hasattr(request, "user") and admin_allowed(request, VIEW)
+
+
+def bearer_token(header: str) -> str | None:
+    """The token of a `Bearer <token>` header, the scheme in any case (RFC 9110 11.1)."""
+    scheme, separator, credentials = header.partition(" ")
+    if not separator or scheme.lower() != "bearer":
+        return None
+    return credentials.lstrip(" ")  # RFC 6750: one or more spaces after the scheme
 
 
 @never_cache

@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString
 from ..admin import presenters
 from ..admin.job_actions import JobAction, job_action
 from ..admin.presenters import when
+from ..admin.visible import visible
 from ..core import Job
 
 register = template.Library()
@@ -58,6 +59,8 @@ def qless_link(context: template.Context, kind: str, value: Any, label: Any = No
     else:
         name, keyword = LINKS[kind]
         url = qless_reverse(context, name, **{keyword: str(value)})
+    # Shown with its control characters visible; the URL keeps the value as it is.
+    text = visible(str(text)) if text not in (None, "") else "—"
     if url is None:
         return format_html("{}", text)
     if kind in ("job", "recurring") and label is None:
@@ -65,6 +68,12 @@ def qless_link(context: template.Context, kind: str, value: Any, label: Any = No
         return format_html('<a href="{}" class="qless-jid-link" title="{}">{}</a>', url, text,
                            text)
     return format_html('<a href="{}">{}</a>', url, text)
+
+
+@register.filter
+def qless_visible(value: Any) -> str:
+    """A name as text, its control characters shown (`admin.visible`)."""
+    return visible(str(value))
 
 
 def holds(context: template.Context) -> Callable[[str], bool]:

@@ -195,7 +195,7 @@ class JobRunner:
         group = group_for(job.queue_name, UnknownJobError)
         message = (f"UnknownJobError: {exc}\nklass {job.klass!r} is not a registered job in "
                    f"worker {self.worker_name}; jobs are only run from the registry."
-                   + stale_worker_hint(job))
+                   + unknown_klass_hint(job))
         try:
             job.fail(group, message)
         except LockLostError as lost:
@@ -204,6 +204,16 @@ class JobRunner:
             return Outcome.LOCK_LOST
         self.reporter.send(signals.job_failed, job, duration=0.0, exception=exc, group=group)
         return Outcome.FAILED
+
+
+def unknown_klass_hint(job: Job) -> str:
+    """Why a klass may be unknown: an empty one names nothing, else the code may be stale."""
+    if not job.klass:
+        # Another qless client may put one (the Ruby gem, for an anonymous class); no
+        # restart or deployment of this worker can ever make it runnable.
+        return ("\nThe job has an empty klass, which names no job: it was put by another "
+                "qless client and no django_qless worker can run it.")
+    return stale_worker_hint(job)
 
 
 def stale_worker_hint(job: Job) -> str:

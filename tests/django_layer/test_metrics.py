@@ -126,6 +126,19 @@ def test_the_token_reads_the_metrics(settings: Any, seeded: Client) -> None:
     assert value(samples(response.content.decode()), "qless_queue_paused", queue="reports") == 1
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+def test_the_token_scheme_is_case_insensitive(settings: Any, seeded: Client, scheme: str) -> None:
+    settings.QLESS = {**settings.QLESS, "METRICS_TOKEN": TOKEN}
+    response = HttpClient().get(URL, HTTP_AUTHORIZATION=f"{scheme} {TOKEN}")
+    assert response.status_code == 200
+    assert value(samples(response.content.decode()), "qless_queue_paused", queue="reports") == 1
+    wrong = HttpClient().get(URL, HTTP_AUTHORIZATION=f"{scheme} wrong-token-of-some-length")
+    assert wrong.status_code == 401
+    assert HttpClient().get(URL, HTTP_AUTHORIZATION=f"{scheme}  {TOKEN}").status_code == 200
+    for other in (f"Basic {TOKEN}", f"Bearer{TOKEN}", f"Bearers {TOKEN}", TOKEN):
+        assert HttpClient().get(URL, HTTP_AUTHORIZATION=other).status_code == 401
+
+
 def test_staff_needs_the_view_permission(seeded: Client) -> None:
     user = User.objects.create_user("ops", password="pw", is_staff=True)
     http = HttpClient()

@@ -2,8 +2,8 @@
 
 Many producers racing to put the same jids with `put.ifabsent` create each job exactly
 once; every call a job already blocked writes nothing. Every command that takes a jid,
-klass, queue, worker, failure group, tag or config option refuses an empty one with the
-whole keyspace unchanged.
+queue, worker, failure group, tag or config option refuses an empty one with the whole
+keyspace unchanged (an empty klass is accepted, as qless-core accepts it).
 """
 
 from __future__ import annotations

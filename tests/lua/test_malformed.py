@@ -74,15 +74,14 @@ VALID_ARGS: dict[str, tuple[Any, ...]] = {
 }
 BAD_NOWS = ("abc", "nan", "inf", "-inf", "", "1e400", "１２３")
 
-# An empty string where a command takes a jid, klass, queue, worker, failure group, tag or
-# config option is refused like a missing one (put's worker may be empty: qless-py 0.11
-# sends none).
+# An empty string where a command takes a jid, queue, worker, failure group, tag or config
+# option is refused like a missing one (put's worker may be empty: qless-py 0.11 sends
+# none; an empty klass is accepted, as qless-core does: tests/lua/test_empty_klass.py).
 EMPTY_IDENTIFIER_CASES: list[Case] = [
     Case(f"{command}-{label}-empty", command, NOW, args)
     for command, label, args in (
         ("put", "queue", ("client", "", "new", "K", "{}", 0)),
         ("put", "jid", ("client", "q", "", "K", "{}", 0)),
-        ("put", "klass", ("client", "q", "new", "", "{}", 0)),
         ("requeue", "queue", ("client", "", "wait", "K", "{}", 0)),
         ("requeue", "jid", ("client", "q", "", "K", "{}", 0)),
         ("pop", "queue", ("", "w1", 1)),
@@ -111,9 +110,7 @@ EMPTY_IDENTIFIER_CASES: list[Case] = [
         ("config.unset", "option", ("",)),
         ("recur", "queue", ("", "r2", "K", "{}", "interval", 60, 0)),
         ("recur", "jid", ("q", "", "K", "{}", "interval", 60, 0)),
-        ("recur", "klass", ("q", "r2", "", "{}", "interval", 60, 0)),
         ("recur.update", "queue", ("rec", "queue", "")),
-        ("recur.update", "klass", ("rec", "klass", "")),
         ("recur.tag", "jid", ("", "x")),
     )
 ]

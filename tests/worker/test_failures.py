@@ -186,3 +186,20 @@ def test_an_exception_text_with_a_lone_surrogate_is_recorded_escaped(
     job = qless.get_job(jid)
     assert job is not None and job.state == "failed" and job.failure is not None
     assert job.failure.message.rstrip().endswith("ValueError: bad \\udcff")
+
+
+def test_an_empty_klass_put_by_another_client_fails_as_unknown_saying_so(
+    qless: Client, run_worker: Callable[..., Worker], sent: SignalLog
+) -> None:
+    # The script accepts klass "" (the Ruby gem's anonymous classes); Python never puts one.
+    qless.call("put", "ruby", "q", "anon", "", '{"args": [], "kwargs": {}}', 0, "retries", 2)
+    worker = run_worker("q")
+    job = qless.get_job("anon")
+    assert job is not None and job.state == "failed" and job.klass == ""
+    assert job.failure is not None and job.failure.group == "q-UnknownJobError"
+    assert job.failure.worker == worker.name
+    assert "empty klass" in job.failure.message
+    assert "older than the code" not in job.failure.message  # no stale-code advice
+    assert job.remaining == 2  # failed on its first attempt, no retry spent
+    assert sent.of("job_failed")[0]["group"] == "q-UnknownJobError"
+    assert "job_started" not in sent.names()
