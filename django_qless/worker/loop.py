@@ -118,6 +118,7 @@ class Worker:
         enable_faulthandler()
         autodiscover()
         self.check()
+        self.presence.claim()
         coroutines.install(self.job_loop)
         if self.options.handle_signals:
             self.handlers.install()
