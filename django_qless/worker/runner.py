@@ -175,7 +175,7 @@ class JobRunner:
                                exception=ending.exc, group=group)
             return Outcome.FAILED
         self.reporter.send(signals.job_retried, job, duration=ending.duration,
-                           exception=ending.exc, delay=delay)
+                           exception=ending.exc, delay=delay, remaining=remaining)
         return Outcome.RETRIED
 
     def _hand_back(self, job: Job, ending: Ending) -> Outcome:
