@@ -54,6 +54,10 @@ class BurstDrain:
             logger.warning("qless outbox: burst sweep failed (%s: %s); rows stay for the "
                            "next sweep", type(exc).__name__, exc)
             return None
+        except Exception:
+            # A bug here must not stop the burst worker's own shutdown.
+            logger.exception("qless outbox: burst sweep failed; rows stay for the next sweep")
+            return None
         if report.failed or oldest is None:
             return None  # the sweep logged what stopped it
         now = timezone.now()
