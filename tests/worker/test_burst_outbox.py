@@ -58,7 +58,7 @@ def test_a_burst_worker_leaves_rows_written_after_it_started(
     settings.QLESS = good
     started = time.monotonic()
     run_worker("q")
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 15  # it did not wait for that row
     assert ledger() == []
     assert list(OutboxEntry.objects.values_list("jid", flat=True)) == [jid]
 
