@@ -19,7 +19,8 @@ logger = logging.getLogger("django_qless")
 
 Receiver = Callable[..., None]
 
-_JOB_FIELDS = ("jid", "queue", "klass", "worker", "connection", "duration", "group", "delay")
+_JOB_FIELDS = ("jid", "queue", "klass", "worker", "connection", "duration", "group", "delay",
+               "remaining")
 
 
 def _logs(signal: Signal, level: int) -> Callable[[Receiver], Receiver]:
@@ -98,11 +99,38 @@ def log_job_failed(sender: object, **kwargs: Any) -> None:
 
 @_logs(signals.job_retried, logging.WARNING)
 def log_job_retried(sender: object, **kwargs: Any) -> None:
-    """Log a retry at WARNING, with the exception that caused it."""
+    """Log a retry in one line at WARNING; the traceback that caused it at DEBUG (a retry is
+    expected: its traceback is in the job's history)."""
     if not logger.isEnabledFor(logging.WARNING):
         return
-    logger.warning("qless job %s retried in %s", _job(kwargs), _seconds(kwargs.get("delay")),
-                   exc_info=kwargs.get("exception"), extra=_extra(kwargs))
+    remaining = kwargs.get("remaining")
+    left = "" if remaining is None else f"; {remaining} {_retries(remaining)} left"
+    logger.warning("qless job %s in %s retried in %s (%s)%s", _job(kwargs), kwargs.get("queue"),
+                   _seconds(kwargs.get("delay")), _reason(kwargs.get("exception")), left,
+                   extra=_extra(kwargs))
+    if logger.isEnabledFor(logging.DEBUG) and isinstance(kwargs.get("exception"), BaseException):
+        logger.debug("qless job %s retried after", _job(kwargs), exc_info=kwargs["exception"],
+                     extra=_extra(kwargs))
+
+
+#: Longest reason in a retry's log line.
+REASON_MAX = 200
+
+
+def _reason(exc: object) -> str:
+    """The first line of an exception, after its class name (unless it starts with it)."""
+    if not isinstance(exc, BaseException):
+        return "no exception"
+    name = type(exc).__name__
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    reason = text if text.startswith(f"{name}:") else f"{name}: {text}" if text else name
+    return reason if len(reason) <= REASON_MAX else reason[: REASON_MAX - 3] + "..."
+
+
+def _retries(count: object) -> str:
+    """`retry` or `retries`."""
+    return "retry" if count == 1 else "retries"
 
 
 @_logs(signals.job_lock_lost, logging.WARNING)

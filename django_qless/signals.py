@@ -9,7 +9,8 @@ registered) and these keyword arguments:
 - `job_started`: jid, queue, klass, worker (name).
 - `job_completed`: jid, queue, klass, worker, duration (seconds).
 - `job_failed`: jid, queue, klass, worker, duration, exception, group.
-- `job_retried`: jid, queue, klass, worker, duration, exception, delay (seconds).
+- `job_retried`: jid, queue, klass, worker, duration, exception, delay (seconds),
+  remaining (retries left after this one).
 - `job_lock_lost`: jid, queue, klass, worker.
 
 Worker signals are sent with the `Worker` as sender and: worker (name), queues.

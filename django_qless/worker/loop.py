@@ -83,10 +83,13 @@ class Worker:
         self.job_loop = JobLoop(self.interrupter)
         self.handlers = SignalHandlers(self.stop, self.name)
         self.clock = ClockWatch(self.client, self.order.queues)
-        from ..outbox.sweeper import Sweeper  # noqa: PLC0415 - a model: needs the app registry
+        from ..outbox.drain import BurstDrain  # noqa: PLC0415 - a model: needs the app registry
+        from ..outbox.sweeper import Sweeper  # noqa: PLC0415
 
         #: Puts the outbox rows whose commit-time put never happened (`outbox.sweeper`).
         self.sweeper = Sweeper()
+        #: A burst worker's sweep before it calls its queues empty (`outbox.drain`).
+        self.drain = BurstDrain() if options.burst else None
         #: What `run()` returns: 1 once the worker stopped itself over a stepped clock.
         self.exit_status = 0
 
@@ -115,6 +118,7 @@ class Worker:
         enable_faulthandler()
         autodiscover()
         self.check()
+        self.presence.claim()
         coroutines.install(self.job_loop)
         if self.options.handle_signals:
             self.handlers.install()
@@ -199,11 +203,19 @@ class Worker:
                 continue
             self.fetcher.settle()
             if self.options.burst:
-                self.stop.request("queues empty (burst)")
+                self._burst_empty()
             elif not self.waker.listen():
                 # Already listening: nothing was put since, so sleep. (Right after
                 # subscribing, pop once more first: a put may have come just before.)
                 self.waker.sleep(round_started)
+
+    def _burst_empty(self) -> None:
+        """Queues empty: stop, unless the outbox had jobs to put (or soon will)."""
+        wait = self.drain.step() if self.drain is not None else None
+        if wait is None:
+            self.stop.request("queues empty (burst)")
+        else:
+            self._pause(wait)
 
     def _clock_stepped(self) -> bool:
         """Stop (exit status 1) when the clock has moved too far from Redis' since start-up."""

@@ -21,6 +21,7 @@ from .. import __version__
 from ..core import Client, QlessError
 from ..core.live import add_throughput, claim_depth, fill_depth
 from ..core.presence import Presence, RunningJob, add_publication, add_withdrawal
+from .name_claim import claim
 from .rss import rss_mb
 from .self_report import busiest_klasses, cpu_seconds, load_average
 from .state import RunningJob as Running
@@ -58,6 +59,11 @@ class PresenceReporter:
         self.host = socket.gethostname()
         self._next = 0.0
         self._shown: str | None = None
+
+    def claim(self) -> None:
+        """The first publication, at start: refused (`WorkerNameInUseError`) while another
+        live process holds this worker's name."""
+        claim(self.client, self.snapshot(), TTL)
 
     def maybe_publish(self) -> None:
         """Publish when `INTERVAL` has passed, or a job has run `LONG_JOB` unpublished."""

@@ -31,6 +31,7 @@ from .monitor import Monitor
 from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
 from .targets import NOTHING, JobTarget, Target, find_task
+from .task_advice import task_advice, task_alias, task_missing
 
 #: When this worker process started (the module is imported as the worker starts): a job
 #: enqueued later may come from code the worker has not loaded.
@@ -179,7 +180,7 @@ class JobRunner:
                                exception=ending.exc, group=group)
             return Outcome.FAILED
         self.reporter.send(signals.job_retried, job, duration=ending.duration,
-                           exception=ending.exc, delay=delay)
+                           exception=ending.exc, delay=delay, remaining=remaining)
         return Outcome.RETRIED
 
     def _hand_back(self, job: Job, ending: Ending) -> Outcome:
@@ -193,9 +194,17 @@ class JobRunner:
     def _fail_unknown(self, job: Job, exc: UnknownJobError) -> Outcome:
         """A klass missing from the registry is never imported: the job fails at once."""
         group = group_for(job.queue_name, UnknownJobError)
-        message = (f"UnknownJobError: {exc}\nklass {job.klass!r} is not a registered job in "
-                   f"worker {self.worker_name}; jobs are only run from the registry."
-                   + unknown_klass_hint(job))
+        alias = task_alias(job)
+        if alias is not None:
+            # A settings problem is the worker's configuration, not its code's age.
+            advice = task_advice(alias)
+            message = (f"UnknownJobError: Django task {job.klass!r} cannot run in worker "
+                       f"{self.worker_name}: "
+                       + (advice or task_missing(job.klass) + "." + stale_worker_hint(job)))
+        else:
+            message = (f"UnknownJobError: {exc}\nklass {job.klass!r} is not a registered job "
+                       f"in worker {self.worker_name}; jobs are only run from the registry."
+                       + unknown_klass_hint(job))
         try:
             job.fail(group, message)
         except LockLostError as lost:

@@ -193,8 +193,8 @@ def test_failure_is_logged_with_the_traceback(caplog: pytest.LogCaptureFixture) 
         ("job_completed", {"worker": "w", "duration": 0.0081}, logging.INFO, "completed in 8 ms"),
         ("job_completed", {"worker": "w", "duration": 184.4}, logging.INFO,
          "completed in 3 min 4 s"),
-        ("job_retried", {"worker": "w", "delay": 4, "exception": KeyError("x")}, logging.WARNING,
-         "qless job k j2 retried in 4.00 s"),
+        ("job_retried", {"worker": "w", "delay": 4, "remaining": 2}, logging.WARNING,
+         "qless job k j2 in q retried in 4.00 s (no exception); 2 retries left"),
         ("job_lock_lost", {"worker": "w"}, logging.WARNING, "qless job k j2 lost its lock"),
     ],
 )

@@ -6,6 +6,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -18,7 +19,9 @@ from django_qless.core import Client
 from django_qless.tasks import ResultNotStorableError
 from django_qless.tasks.compat import TaskResultStatus, task_finished, task_started
 from django_qless.worker.targets import runs_tasks
+from tests.redis_harness import RedisServer
 from tests.tasks.compat import DUMMY_BACKEND
+from tests.worker.conftest import WorkerProcess
 from tests.workerapp.qless_jobs import LEDGER
 
 Run = Callable[..., None]
@@ -247,3 +250,47 @@ def test_with_the_qless_tasks_backend_the_worker_pops_whole_jobs(tasks: ModuleTy
     assert runs_tasks()
     with override_settings(TASKS={"default": {"BACKEND": DUMMY_BACKEND}}):
         assert not runs_tasks()
+
+
+def test_a_task_popped_by_a_worker_without_tasks_says_what_to_configure(
+    tasks: ModuleType, qless: Client, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    enqueued = tasks.add.enqueue(1, 2)
+    # A worker process whose settings (tests.workerapp.settings) have no TASKS.
+    worker = WorkerProcess(redis_server.url, ["default", "--burst"], tmp_path / "worker.log")
+    try:
+        assert worker.wait(timeout=60) == 0, worker.output()
+    finally:
+        worker.close()
+    job = qless.get_job(enqueued.id)
+    assert job is not None and job.failure is not None
+    assert job.failure.group == "default-UnknownJobError"
+    message = job.failure.message
+    assert "Django task 'tests.tasks.taskapp.tasks.add' cannot run" in message
+    assert "settings have no TASKS" in message and "alias 'default'" in message
+    assert "'BACKEND': 'django_qless.tasks.QlessBackend'" in message
+    assert "qless_jobs.py" not in message and tasks.CALLS == []
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        ({"other": {"BACKEND": "django_qless.tasks.QlessBackend"}},
+         "TASKS has no alias 'default', the one the task was enqueued through (it has "
+         "'other'); add 'default' with 'BACKEND': 'django_qless.tasks.QlessBackend'"),
+        ({"default": {"BACKEND": DUMMY_BACKEND}},
+         f"TASKS['default'] uses {DUMMY_BACKEND}, not django_qless.tasks.QlessBackend"),
+    ],
+    ids=["alias-missing", "another-backend"],
+)
+def test_a_task_whose_alias_the_worker_lacks_says_so(
+    tasks: ModuleType, qless: Client, run_worker: Run, settings: Any,
+    configured: dict[str, Any], expected: str,
+) -> None:
+    enqueued = tasks.add.enqueue(1, 2)
+    settings.TASKS = configured
+    run_worker("default")
+    job = qless.get_job(enqueued.id)
+    assert job is not None and job.failure is not None
+    assert expected in job.failure.message
+    assert "qless_jobs.py" not in job.failure.message and tasks.CALLS == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from django_qless.core import Client
+from django_qless.core import Client, RetryJob
 from django_qless.worker import Worker, WorkerOptions, runner
 from django_qless.worker.failures import MAX_MESSAGE
 from tests.support import FakeClock
@@ -154,6 +155,26 @@ def test_retry_job_exception_asks_for_a_delayed_retry(
     job = client.get_job(jid)
     assert job is not None and job.state == "failed"
     assert job.failure is not None and job.failure.group == "q-RetryJob"
+
+
+def test_a_retry_is_one_warning_line_and_its_traceback_is_at_debug(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    jid = put("worker.wants_retry", 30, retries=2)
+    with caplog.at_level(logging.DEBUG, logger="django_qless"):
+        run_worker("q")
+    assert job_state(qless, jid) == "scheduled"
+    about = [record for record in caplog.records
+             if record.name.startswith("django_qless") and jid in record.getMessage()]
+    warnings = [record for record in about if record.levelno >= logging.WARNING]
+    assert [record.getMessage() for record in warnings] == [
+        f"qless job worker.wants_retry {jid} in q retried in 30 s "
+        "(RetryJob: retry requested (delay=30)); 1 retry left"
+    ]
+    assert warnings[0].exc_info is None  # no traceback at WARNING
+    [traced] = [record for record in about if record.exc_info is not None]
+    assert traced.levelno == logging.DEBUG and isinstance(traced.exc_info[1], RetryJob)
 
 
 def test_exceptions_outside_the_policy_fail_without_retry(

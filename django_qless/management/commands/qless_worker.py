@@ -17,6 +17,8 @@ from ...conf.worker_table import positive_seconds as positive_seconds
 from ...core import QlessError
 from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
+from ...worker.name_claim import check_free
+from ...worker.presence import TTL as PRESENCE_TTL
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -71,8 +73,13 @@ class Command(BaseCommand):
             name = f"{settings.name}-{slot}" if settings.name else None
             return Worker(settings.replace(name=name, parent_pid=parent)).run()
 
-        # Fail fast in the parent (bad queues, routing, Redis or clock) before forking.
-        Worker(settings).check()
+        # Fail fast in the parent (bad queues, routing, Redis or clock, a worker name
+        # another live process holds) before forking.
+        worker = Worker(settings)
+        worker.check()
+        if settings.name:
+            for slot in range(settings.processes):
+                check_free(worker.client, f"{settings.name}-{slot}", PRESENCE_TTL)
         return Supervisor(settings.processes, run_child, restart=not settings.burst).run()
 
 
