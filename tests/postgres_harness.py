@@ -181,6 +181,18 @@ class PostgresCluster:
         with psycopg.connect(self.url(database), autocommit=True) as conn:
             conn.execute(sql.encode())
 
+    def tables(self, database: str) -> set[str]:
+        """The tables of one database's public schema (empty when there is no such database)."""
+        import psycopg  # noqa: PLC0415 - optional dependency, checked by require_driver
+
+        try:
+            with psycopg.connect(self.url(database)) as conn:
+                found = conn.execute("SELECT tablename FROM pg_tables "
+                                     "WHERE schemaname = 'public'").fetchall()
+        except psycopg.OperationalError:
+            return set()
+        return {name for (name,) in found}
+
     def stop(self) -> None:
         """Stop the server at once (an immediate shutdown) and remove its directory."""
         if self.process is not None and self.process.poll() is None:

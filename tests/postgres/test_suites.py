@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SUITES = ("tests/django_layer", "tests/tasks")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", SUITES)
 def test_suite_passes_on_postgresql(
@@ -34,14 +35,18 @@ def test_suite_passes_on_postgresql(
     env = {**os.environ, "QLESS_TEST_POSTGRES": f"127.0.0.1:{postgres.port}",
            "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
+        # --reuse-db: the test databases stay, so the next suite skips the migrations
+        # and this one can be shown to have run on the cluster.
         [sys.executable, "-m", "pytest", path, "--ds", "tests.postgres_settings",
-         "-p", "no:cacheprovider", "-q", "-o", "addopts=--strict-markers -ra"],
+         "--reuse-db", "-p", "no:cacheprovider", "-q"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=850, check=False,
     )
     summary = _summary(done.stdout)
     request.node.user_properties.append(("postgres-run", (path, summary)))
     assert done.returncode == 0, f"{path} on PostgreSQL:\n{done.stdout[-20000:]}{done.stderr}"
     assert re.search(r"\b[1-9]\d* passed", summary), summary
+    for database in ("test_qless", "test_qless_other"):
+        assert "django_qless_outbox" in postgres.tables(database), database
 
 
 def _summary(output: str) -> str:
