@@ -11,6 +11,9 @@ import os
 
 from tests.settings import *  # noqa: F403
 
+if "QLESS_TEST_POSTGRES" not in os.environ:
+    raise RuntimeError("tests.postgres_settings needs QLESS_TEST_POSTGRES=host:port of a "
+                       "cluster; `python -m pytest tests/postgres` starts one and sets it")
 HOST, _, PORT = os.environ["QLESS_TEST_POSTGRES"].rpartition(":")
 
 
