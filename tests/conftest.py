@@ -11,6 +11,13 @@ from typing import Any
 import pytest
 import redis
 
+from tests.postgres_harness import (
+    PostgresCluster,
+    PostgresUnavailableError,
+    find_binaries,
+    postgres_unavailable,
+    require_driver,
+)
 from tests.redis_harness import RedisServer
 from tests.support import FakeClock, registry_restored
 
@@ -26,6 +33,25 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """A private PostgreSQL cluster for the whole session, started on first use.
+
+    Skipped with the reason on a machine without PostgreSQL; under CI (CI=true) that is
+    a failure instead, so CI can never pass without having run the PostgreSQL tests.
+    """
+    try:
+        require_driver()
+        binaries = find_binaries()
+    except PostgresUnavailableError as exc:
+        postgres_unavailable(str(exc))
+    cluster = PostgresCluster(binaries).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

@@ -66,19 +66,31 @@ def store_many(entries: Sequence[OutboxEntry], using: str) -> None:
             entry.pk = ids[entry.jid]
 
 
+#: Inserts `store` tries for a jid whose clashing row keeps vanishing before the update.
+STORE_ATTEMPTS = 5
+
+
 def store(entry: OutboxEntry, using: str) -> None:
     """Insert the row; the same jid enqueued again before it was put rewrites it."""
-    try:
-        # A savepoint, so a clash leaves the caller's transaction usable (PostgreSQL).
-        with transaction.atomic(using=using):
-            entry.save(using=using, force_insert=True)
-    except IntegrityError:
+    for attempt in range(STORE_ATTEMPTS):
+        try:
+            # A savepoint, so a clash leaves the caller's transaction usable (PostgreSQL).
+            with transaction.atomic(using=using):
+                entry.save(using=using, force_insert=True)
+            return
+        except IntegrityError:
+            if attempt == STORE_ATTEMPTS - 1:
+                raise
         # The newest put of a jid wins, as it would in Redis.
         fields = {field.attname: getattr(entry, field.attname)
                   for field in entry._meta.concrete_fields if not field.primary_key}
         rows = OutboxEntry.objects.using(using).filter(jid=entry.jid)
-        rows.update(**fields)
-        entry.pk = rows.values_list("pk", flat=True).get()
+        if rows.update(**fields):
+            # The update holds the row's lock until this transaction ends: it stays.
+            entry.pk = rows.values_list("pk", flat=True).get()
+            return
+        # The row clashed with belonged to another transaction that has committed since,
+        # and its put deleted it (PostgreSQL runs the two side by side): insert again.
 
 
 def commit_policy(entry: OutboxEntry, sweep_age: float) -> str | None:

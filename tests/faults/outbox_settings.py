@@ -1,20 +1,30 @@
-"""Settings of the outbox fault test's processes: one SQLite file every process shares."""
+"""Settings of the outbox fault test's processes: one database every process shares.
+
+$QLESS_FAULTS_DB is a SQLite file's path, or the postgres:// URL of a database on the
+suite's PostgreSQL cluster (`tests/faults/outbox_db.py`).
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
+from urllib.parse import urlsplit
 
 from tests.faults.settings import *  # noqa: F403
 from tests.faults.settings import QLESS as FAULTS_QLESS
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ["QLESS_FAULTS_DB"],
-        # Producers, sweepers and workers write the same file: wait for its lock.
-        "OPTIONS": {"timeout": 30},
-    },
-}
+
+def shared_database(setting: str) -> dict[str, Any]:
+    """The `default` alias for a file path or a postgres:// URL."""
+    if setting.startswith("postgres://"):
+        url = urlsplit(setting)
+        return {"ENGINE": "django.db.backends.postgresql", "NAME": url.path.lstrip("/"),
+                "USER": url.username, "HOST": url.hostname, "PORT": str(url.port)}
+    # Producers, sweepers and workers write the same file: wait for its lock.
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": setting, "OPTIONS": {"timeout": 30}}
+
+
+DATABASES = {"default": shared_database(os.environ["QLESS_FAULTS_DB"])}
 QLESS = {
     **FAULTS_QLESS,
     "OUTBOX": os.environ.get("QLESS_FAULTS_OUTBOX", "1") == "1",

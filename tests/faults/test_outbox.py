@@ -1,8 +1,10 @@
 """The outbox under faults: a returned jid is a promise kept, and a sweep never re-runs a job.
 
-Producers are real processes (`tests/faults/outbox_producer.py`) sharing one SQLite file
-with the workers (`tests/faults/outbox_settings.py`); their Redis connection goes through
-the fault proxy, which refuses every connection (resets) while Redis is "down".
+Producers are real processes (`tests/faults/outbox_producer.py`) sharing one database
+with the workers (`tests/faults/outbox_settings.py`): each test runs on a SQLite file and
+on a PostgreSQL database of the suite's private cluster, where transactions really run
+side by side. Their Redis connection goes through the fault proxy, which refuses every
+connection (resets) while Redis is "down".
 """
 
 from __future__ import annotations
@@ -10,49 +12,78 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from django_qless.core import Client
+from django_qless.core import Client, keys
 from tests.faults import ledger
 from tests.faults.checks import qless_client, settle, unfinished
 from tests.faults.fleet import FAST, ROOT, Fleet
-from tests.faults.outbox_producer import DIED
+from tests.faults.outbox_db import (
+    TABLE,
+    OutboxDatabase,
+    PostgresDatabase,
+    SqliteFile,
+    rows,
+)
+from tests.faults.outbox_producer import DIED, HOLD
 from tests.faults.proxy import FaultProxy
+from tests.postgres_harness import PostgresCluster
 from tests.redis_harness import RedisServer
 
 pytestmark = pytest.mark.faults
 
 SETTINGS = "tests.faults.outbox_settings"
-TABLE = "django_qless_outbox"
+#: The database of the fault suite's migrate runs, copied by every PostgreSQL test.
+TEMPLATE = "outbox_template"
 
 
 @pytest.fixture(scope="module")
-def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file with every table (migrated once; each test works on a copy)."""
     path = tmp_path_factory.mktemp("outbox") / "template.sqlite3"
-    run(environment(path, "redis://127.0.0.1:1/0"), "migrate")
+    migrate(SqliteFile(path))
     return path
 
 
-@pytest.fixture
-def database(migrated_db: Path, tmp_path: Path) -> Path:
-    """This test's copy of the migrated database."""
-    path = tmp_path / "db.sqlite3"
-    shutil.copy(migrated_db, path)
-    return path
+@pytest.fixture(scope="module")
+def postgres_template(postgres: PostgresCluster) -> Iterator[PostgresCluster]:
+    """A PostgreSQL database with every table (migrated once; each test works on a copy)."""
+    postgres.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    migrate(PostgresDatabase(postgres, TEMPLATE))
+    yield postgres
+    postgres.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
 
 
-def environment(db: Path, url: str, **extra: str) -> dict[str, str]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutboxDatabase]:
+    """This test's copy of the migrated database, on each engine."""
+    db: OutboxDatabase
+    if request.param == "sqlite":
+        path = tmp_path / "db.sqlite3"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        db = SqliteFile(path)
+    else:
+        db = PostgresDatabase.copy_of(request.getfixturevalue("postgres_template"), TEMPLATE)
+    yield db
+    db.drop()
+
+
+def migrate(db: OutboxDatabase) -> None:
+    """Create every table in a database, as `manage.py migrate` does."""
+    done = run(environment(db, "redis://127.0.0.1:1/0"), "migrate")
+    assert done.returncode == 0, done.stderr
+
+
+def environment(db: OutboxDatabase, url: str, **extra: str) -> dict[str, str]:
     """The environment of a producer or sweeper process."""
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "QLESS_FAULTS_DB": str(db),
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "QLESS_FAULTS_DB": db.setting,
             "QLESS_FAULTS_URL": url, "PYTHONPATH": str(ROOT), **extra}
 
 
@@ -73,16 +104,11 @@ def produce(env: dict[str, str], mode: str, count: int) -> tuple[int, list[str],
     return done.returncode, jids, report
 
 
-def rows(db: Path) -> list[str]:
-    """The jids of the outbox rows, read straight from the file."""
-    with sqlite3.connect(db, timeout=30) as conn:
-        return [jid for (jid,) in conn.execute(f"SELECT jid FROM {TABLE}")]  # noqa: S608
-
-
-def workers(fleets: Callable[..., Fleet], server: RedisServer, db: Path) -> Fleet:
-    """One `manage.py qless_worker` on queue q, on the shared database."""
-    return fleets(server.url, 1, "q", *FAST,
-                  env={"DJANGO_SETTINGS_MODULE": SETTINGS, "QLESS_FAULTS_DB": str(db)})
+def workers(fleets: Callable[..., Fleet], server: RedisServer, db: OutboxDatabase,
+            count: int = 1) -> Fleet:
+    """`count` `manage.py qless_worker` on queue q (each sweeping), on the shared database."""
+    return fleets(server.url, count, "q", *FAST,
+                  env={"DJANGO_SETTINGS_MODULE": SETTINGS, "QLESS_FAULTS_DB": db.setting})
 
 
 def runs(fleet: Fleet) -> dict[str, int]:
@@ -91,7 +117,7 @@ def runs(fleet: Fleet) -> dict[str, int]:
     return {jid: len(starts) for jid, starts in found.items()}
 
 
-def drain(client: Client, jids: list[str], db: Path, timeout: float = 30) -> float:
+def drain(client: Client, jids: list[str], db: OutboxDatabase, timeout: float = 30) -> float:
     """Wait until every jid completed and the outbox is empty; returns the seconds taken."""
     started = time.monotonic()
     settle(lambda: unfinished(client, jids) == 0 and not rows(db), timeout)
@@ -99,7 +125,7 @@ def drain(client: Client, jids: list[str], db: Path, timeout: float = 30) -> flo
 
 
 def test_redis_down_at_commit_every_jid_is_kept_and_swept_once(
-    server: RedisServer, proxy: FaultProxy, database: Path, fleets: Callable[..., Fleet],
+    server: RedisServer, proxy: FaultProxy, database: OutboxDatabase, fleets: Callable[..., Fleet],
     figures: dict[str, Any],
 ) -> None:
     client = qless_client(server)
@@ -116,14 +142,14 @@ def test_redis_down_at_commit_every_jid_is_kept_and_swept_once(
                    later_callbacks_ran=report["after"], lost=len(lost),
                    executions=sum(executions.values()), rows_left=len(rows(database)),
                    swept_and_run_in=swept_in)
-    assert code == 0 and report == {"after": True, "error": None}
+    assert code == 0 and report["after"] is True and report["error"] is None
     assert sorted(kept) == sorted(jids) and in_redis == 0
     assert lost == [] and set(executions.values()) == {1}
     assert rows(database) == []
 
 
 def test_a_process_dead_between_commit_and_put_is_swept(
-    server: RedisServer, database: Path, fleets: Callable[..., Fleet],
+    server: RedisServer, database: OutboxDatabase, fleets: Callable[..., Fleet],
     figures: dict[str, Any],
 ) -> None:
     client = qless_client(server)
@@ -144,7 +170,7 @@ def test_a_process_dead_between_commit_and_put_is_swept(
 
 
 def test_a_row_left_for_a_completed_job_is_deleted_without_a_rerun(
-    server: RedisServer, database: Path, fleets: Callable[..., Fleet],
+    server: RedisServer, database: OutboxDatabase, fleets: Callable[..., Fleet],
     figures: dict[str, Any],
 ) -> None:
     client = qless_client(server)
@@ -153,15 +179,14 @@ def test_a_row_left_for_a_completed_job_is_deleted_without_a_rerun(
     drain(client, jids, database)
     histories = {jid: len(client.redis.lrange(f"ql:j:{jid}-history", 0, -1)) for jid in jids}
     # Rows as a failed delete would leave them: the jobs were put and have completed since.
-    with sqlite3.connect(database, timeout=30) as conn:
-        for jid in jids:
-            job = client.get_job(jid)
-            assert job is not None
-            conn.execute(
-                f'INSERT INTO {TABLE} (connection, queue, jid, klass, data, not_before, '  # noqa: S608
-                'tags, depends, tracked, "unique", task_backend, created) '
-                "VALUES ('default', 'q', ?, ?, ?, 0, '[]', '[]', 0, '', '', "
-                "'2000-01-01 00:00:00')", (jid, job.klass, job.raw_data))
+    for jid in jids:
+        job = client.get_job(jid)
+        assert job is not None
+        database.execute(
+            f'INSERT INTO {TABLE} (connection, queue, jid, klass, data, not_before, '  # noqa: S608
+            'tags, depends, tracked, "unique", task_backend, created) '
+            "VALUES ('default', 'q', %s, %s, %s, 0, '[]', '[]', false, '', '', "
+            "'2000-01-01 00:00:00')", (jid, job.klass, job.raw_data))
     planted = len(rows(database))
     settle(lambda: not rows(database), 30)
     states = {jid: getattr(client.get_job(jid), "state", None) for jid in jids}
@@ -177,18 +202,18 @@ def test_a_row_left_for_a_completed_job_is_deleted_without_a_rerun(
 
 
 def test_a_rolled_back_transaction_leaves_no_row_and_no_job(
-    server: RedisServer, database: Path, figures: dict[str, Any]
+    server: RedisServer, database: OutboxDatabase, figures: dict[str, Any]
 ) -> None:
     client = qless_client(server)
     code, jids, report = produce(environment(database, server.url), "rollback", 5)
     jobs = client.redis.keys("ql:j:*")
     figures.update(jids=len(jids), rows=len(rows(database)), jobs=len(jobs))
-    assert code == 0 and report == {"after": False, "error": "RollbackError"}
+    assert code == 0 and (report["after"], report["error"]) == (False, "RollbackError")
     assert len(jids) == 5 and rows(database) == [] and jobs == []
 
 
 def test_two_concurrent_sweepers_put_each_row_once(
-    server: RedisServer, proxy: FaultProxy, database: Path, figures: dict[str, Any],
+    server: RedisServer, proxy: FaultProxy, database: OutboxDatabase, figures: dict[str, Any],
 ) -> None:
     client = qless_client(server)
     proxy.reset_all()
@@ -213,8 +238,34 @@ def test_two_concurrent_sweepers_put_each_row_once(
     assert rows(database) == []
 
 
+def test_a_commit_racing_two_sweeping_workers_puts_and_runs_each_job_once(
+    server: RedisServer, database: OutboxDatabase, fleets: Callable[..., Fleet],
+    figures: dict[str, Any],
+) -> None:
+    client = qless_client(server)
+    fleet = workers(fleets, server, database, count=2)
+    assert settle(lambda: client.redis.zcard(keys.WORKER_PRESENCE_INDEX) >= 2, 60)
+    # Held open past the sweep age, the rows are due the moment they become visible; the
+    # commit's puts start once a sweep has taken a row, so both go after the same rows.
+    code, jids, report = produce(environment(database, server.url), "late", 200)
+    swept_in = drain(client, jids, database, timeout=60)
+    executions = runs(fleet)
+    puts = [sum(1 for entry in job.history if entry.what == "put")
+            for job in (client.get_job(jid) for jid in jids) if job is not None]
+    figures.update(jids=len(jids), held_open=HOLD, put_at_commit=report["put_at_commit"],
+                   put_by_sweeps=len(jids) - report["put_at_commit"], jobs=len(puts),
+                   puts_per_job=sorted(set(puts)), executions=sum(executions.values()),
+                   reruns=sum(executions.values()) - len(executions),
+                   rows_left=len(rows(database)), drained_in=swept_in)
+    assert code == 0 and report["after"] is True and report["error"] is None
+    assert report["swept_first"] is True
+    assert puts == [1] * len(jids)
+    assert executions == dict.fromkeys(jids, 1)
+    assert rows(database) == []
+
+
 def test_outbox_off_keeps_the_old_behaviour(
-    server: RedisServer, proxy: FaultProxy, database: Path, figures: dict[str, Any],
+    server: RedisServer, proxy: FaultProxy, database: OutboxDatabase, figures: dict[str, Any],
 ) -> None:
     client = qless_client(server)
     proxy.reset_all()
@@ -224,5 +275,5 @@ def test_outbox_off_keeps_the_old_behaviour(
     lost = [jid for jid in jids if client.get_job(jid) is None]
     figures.update(jids=len(jids), rows=len(rows(database)), lost=len(lost),
                    error=report["error"], later_callbacks_ran=report["after"])
-    assert code == 0 and report == {"after": False, "error": "ConnectionError"}
+    assert code == 0 and (report["after"], report["error"]) == (False, "ConnectionError")
     assert rows(database) == [] and lost == jids
