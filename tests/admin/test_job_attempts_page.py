@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -133,8 +134,9 @@ def test_a_job_whose_worker_died_says_its_lease_expired_and_no_negative_retries(
     assert popped(dead).jid == jid
     # Other workers' pops: the first finds the lease gone, one grace period later the next
     # one fails the job (no retry left).
-    for later in (0, 11):
-        other = Client(qless.redis, worker_name="alive-2", clock=lambda at=now + later: at)
+    for later in (0.0, 11.0):
+        at = functools.partial(float, now + later)
+        other = Client(qless.redis, worker_name="alive-2", clock=at)
         assert other.queue("jobs").pop() == []
     job = qless.get_job(jid)
     assert job is not None and (job.state, job.remaining) == ("failed", -1)
