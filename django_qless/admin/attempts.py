@@ -7,6 +7,11 @@ fails (or when qless fails a job whose retries ran out), `timed-out` when a leas
 gives a job back unrun. So each `popped` starts an attempt and the entries after it, up to
 the next `put` or `popped`, say how it ended. qless keeps only the latest failure message in
 the job (`failure`); it is attached to the attempt it belongs to when the history lacks it.
+
+A worker that dies (or is cut off) stops renewing its lease: the next pop after the lease
+runs out writes `timed-out`, and one grace period later either hands the job to another
+worker or, with no retry left, writes `failed` naming no worker. How long such an attempt
+ran is not known (only that it ended by then), so it has no end time and no duration.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ class Outcome(str, enum.Enum):
     FAILED = "failed"
     RETRIED = "retried"
     TIMED_OUT = "timed out"
+    #: Its lease ran out and, with no retry left, qless failed the job.
+    LEASE_EXPIRED = "lease expired"
     HANDED_BACK = "handed back"
     #: Queued again while it ran (moved, or retried by an operator).
     REQUEUED = "requeued"
@@ -40,7 +47,8 @@ class Outcome(str, enum.Enum):
 
 
 #: Outcomes the job's latest failure may belong to.
-FAILING = frozenset({Outcome.FAILED, Outcome.RETRIED, Outcome.TIMED_OUT, Outcome.UNREPORTED})
+FAILING = frozenset({Outcome.FAILED, Outcome.RETRIED, Outcome.TIMED_OUT, Outcome.LEASE_EXPIRED,
+                     Outcome.UNREPORTED})
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,10 @@ class Attempt:
     ended: datetime | None
     outcome: Outcome
     error: AttemptError | None
+    #: When qless found its lease ended (the lease ran out by then, or it was timed out).
+    lease_ended: datetime | None = None
+    #: When qless failed the job because the lease ran out with no retry left.
+    exhausted: datetime | None = None
 
     @property
     def duration(self) -> float | None:
@@ -86,6 +98,8 @@ class _Draft:
     outcome: Outcome | None = None
     error: AttemptError | None = None
     group: str | None = None
+    lease_ended: int | None = None
+    exhausted: int | None = None
 
     def end(self, outcome: Outcome, at: int) -> None:
         """Set the outcome; the first end entry sets the time (later ones refine the outcome)."""
@@ -107,17 +121,28 @@ def _task_error(draft: _Draft, entry: HistoryEntry) -> None:
 
 
 def _failed(draft: _Draft, entry: HistoryEntry) -> None:
-    """The job failed (its error, if recorded, came just before)."""
+    """The job failed (its error, if recorded, came just before); after a lease notice and
+    naming no worker, qless failed it because the lease ran out with no retry left."""
     group = entry.extra.get("group")
     draft.group = None if group is None else str(group)
+    if entry.worker is None and draft.lease_ended is not None:
+        draft.exhausted = entry.when
+        draft.outcome = Outcome.LEASE_EXPIRED
+        return
     draft.end(Outcome.FAILED, entry.when)
+
+
+def _timed_out(draft: _Draft, entry: HistoryEntry) -> None:
+    """The lease ended: when the worker ran the job until is not known."""
+    draft.lease_ended = entry.when
+    draft.outcome = Outcome.TIMED_OUT
 
 
 ENDINGS: dict[str, Callable[[_Draft, HistoryEntry], None]] = {
     "done": _done,
     ERROR_EVENT: _task_error,
     "failed": _failed,
-    "timed-out": lambda draft, entry: draft.end(Outcome.TIMED_OUT, entry.when),
+    "timed-out": _timed_out,
     HANDED_BACK: lambda draft, entry: draft.end(Outcome.HANDED_BACK, entry.when),
 }
 
@@ -216,4 +241,6 @@ def _finish(number: int, draft: _Draft) -> Attempt:
         ended=None if draft.ended is None else when(draft.ended),
         outcome=draft.outcome or Outcome.RUNNING,
         error=error,
+        lease_ended=None if draft.lease_ended is None else when(draft.lease_ended),
+        exhausted=None if draft.exhausted is None else when(draft.exhausted),
     )

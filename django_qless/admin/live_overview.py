@@ -85,7 +85,9 @@ class Totals:
 
     this_minute: int
     last_completed: int
+    #: Jobs of the last full minute that failed for good, and failed attempts put back.
     last_failed: int
+    last_retried: int
     recent_per_minute: float
     hour_completed: int
     hour_failed: int
@@ -216,7 +218,8 @@ def totals(slots: Sequence[dict[str, int]]) -> Totals:
     return Totals(
         this_minute=sum(slots[-1].values()),
         last_completed=done[-1]["completed"] if done else 0,
-        last_failed=done[-1]["failed"] + done[-1]["retried"] if done else 0,
+        last_failed=done[-1]["failed"] if done else 0,
+        last_retried=done[-1]["retried"] if done else 0,
         recent_per_minute=round(sum(sum(slot.values()) for slot in recent)
                                 / max(len(recent), 1), 1),
         hour_completed=sum(slot["completed"] for slot in slots),

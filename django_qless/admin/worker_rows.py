@@ -5,13 +5,17 @@ qless lists workers it saw within `max-worker-age` with their job counts. A
 queues, current job, counts and memory. A worker is *live* while it reports (its presence
 has not expired, or, for another client's worker, qless saw it within one lease), and
 *silent* once it stopped: only silent workers can be forgotten.
+
+A presence is a snapshot taken every few seconds, so the job it names may have finished since:
+a job is shown as running only while qless says it is running, held by that worker, under a
+lease that has not expired.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import Client, QlessError, WorkerCounts
+from ..core import Client, Job, QlessError, WorkerCounts
 from ..core.presence import Presence, RunningJob, listed
 
 #: Lease used to judge other clients' workers when `heartbeat` cannot be read.
@@ -56,6 +60,7 @@ def worker_rows(client: Client, now: float) -> list[WorkerRow]:
     names = list(dict.fromkeys([*counts, *published]))
     seen = dict(zip(names, client.workers.last_seen(names), strict=True)) if names else {}
     lease = current_lease(client)
+    jobs = running_jobs(client, [entry.presence for entry in published.values()])
     rows = []
     for name in names:
         known = counts.get(name, WorkerCounts(name, 0, 0))
@@ -72,10 +77,39 @@ def worker_rows(client: Client, now: float) -> list[WorkerRow]:
             name, known.jobs, known.stalled, last, presence, ours=entry is not None, live=live,
             seen_ago=None if last is None else max(0.0, now - last),
             up_for=None if presence is None else max(0.0, now - presence.started),
-            running=() if presence is None else tuple(
-                (job, max(0.0, now - job.started)) for job in presence.running),
+            running=() if presence is None else running_now(presence, jobs, now),
         ))
     return sorted(rows, key=lambda row: (not row.live, -(row.last_seen or 0), row.name))
+
+
+def running_jobs(client: Client, presences: list[Presence | None]) -> dict[str, Job]:
+    """The jobs the presences name, as qless has them now (one read for every worker)."""
+    jids = [job.jid for presence in presences if presence for job in presence.running]
+    return {job.jid: job for job in client.get_jobs(jids)} if jids else {}
+
+
+def running_now(
+    presence: Presence, jobs: dict[str, Job], now: float
+) -> tuple[tuple[RunningJob, float], ...]:
+    """The jobs a presence names that its worker really runs now, each with for how long."""
+    shown = []
+    for reported in presence.running:
+        job = jobs.get(reported.jid)
+        if job is None or job.state != "running" or job.worker != presence.name:
+            continue  # finished (or handed on) since the snapshot was taken
+        if job.expires <= now:
+            continue  # its lease ran out: the worker no longer holds it
+        started = max(reported.started, popped_at(job, presence.name))
+        shown.append((reported, max(0.0, now - started)))
+    return tuple(shown)
+
+
+def popped_at(job: Job, worker: str) -> float:
+    """When `worker` last took the job (whole seconds, as history keeps them; 0 if unknown).
+
+    A snapshot taken during an earlier run of the same job would date the run from then."""
+    return max((entry.when for entry in job.history
+                if entry.what == "popped" and entry.worker == worker), default=0.0)
 
 
 def worker_row(client: Client, name: str, now: float) -> WorkerRow | None:

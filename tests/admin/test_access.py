@@ -157,7 +157,7 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
         "worker_forget": {"name": world.worker},
         "job_retry": {"jids": [world.failed]}, "job_timeout": {"jids": [world.running]},
         "tag_retry": {"tag": "red"}, "failure_retry": {"group": world.group},
-        "failure_retry_all": {},
+        "failure_retry_all": {"confirmed": "yes"},
         "job_cancel": {**jids, "confirmed": "yes"},
         "tag_cancel": {"tag": "red", "confirmed": "yes"},
         "failure_cancel": {"group": world.group, "confirmed": "yes"},

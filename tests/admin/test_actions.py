@@ -112,6 +112,17 @@ def test_a_dependent_added_after_the_confirmation_is_reported_plainly(
     assert "Cancel()" not in message and "is a dependency of" not in message
 
 
+def test_a_priority_change_is_logged_with_the_value_it_replaced(
+    world: World, qless: Client, operator: HttpClient
+) -> None:
+    post(operator, "job_priority", {"jids": [world.parent, world.waiting], "priority": "77"})
+    jobs = qless.get_jobs([world.parent, world.waiting])
+    assert [job.priority for job in jobs] == [77, 77]
+    logged = dict(LogEntry.objects.values_list("object_id", "change_message"))
+    assert logged[world.parent].startswith(f"Set priority of job {world.parent} from 5 to 77 ")
+    assert logged[world.waiting].startswith(f"Set priority of job {world.waiting} from 0 to 77 ")
+
+
 def test_cancel_of_a_vanished_job_is_reported(world: World, operator: HttpClient) -> None:
     response = post(operator, "job_cancel", {"jids": ["gone-already"], "confirmed": "yes"})
     assert messages_of(response) == ["1 not done: gone-already: no longer exists"]
@@ -124,6 +135,7 @@ def test_move_priority_and_tags(world: World, qless: Client, operator: HttpClien
     assert "from queue jobs to queue elsewhere" in last_log().change_message
     post(operator, "job_priority", {"jids": [world.waiting], "priority": "-25"})
     assert qless.get_job(world.waiting).priority == -25  # type: ignore[union-attr]
+    assert f"Set priority of job {world.waiting} from 0 to -25 " in last_log().change_message
     post(operator, "job_tag", {"jids": [world.waiting], "tags": "blue, green"})
     assert qless.get_job(world.waiting).tags == ("red", "blue", "green")  # type: ignore[union-attr]
     post(operator, "job_untag", {"jids": [world.waiting], "tags": "red,green"})

@@ -14,7 +14,7 @@ from django_qless.admin.attempts import (
     build_attempts,
 )
 from django_qless.admin.job_info import TASK_KEY, has_result, job_kind, pretty_result
-from django_qless.admin.presenters import timeline
+from django_qless.admin.presenters import timeline, when
 from django_qless.core import Failure, HistoryEntry
 from django_qless.results import ERROR_EVENT, RESULT_KEY
 from tests.admin.conftest import KLASS
@@ -87,10 +87,22 @@ def test_lost_lease_then_retries_exhausted() -> None:
     ]
     message = "Job exhausted retries in queue \"jobs\""
     attempts = build_attempts(history, "failed", Failure("failed-retries-jobs", message, 300, ""))
-    assert summary(attempts) == [("w1", Outcome.TIMED_OUT, 60.0), ("w2", Outcome.FAILED, 60.0)]
+    # How long a worker ran the job before its lease ran out is not known: no duration.
+    assert summary(attempts) == [("w1", Outcome.TIMED_OUT, None),
+                                 ("w2", Outcome.LEASE_EXPIRED, None)]
+    assert [(a.lease_ended, a.exhausted) for a in attempts] == [
+        (when(161), None), (when(260), when(300))]
     assert attempts[0].error is None
     assert attempts[1].error == AttemptError("failed-retries-jobs", "", message)
     assert attempts[1].error.summary == message
+
+
+def test_a_failure_by_the_worker_after_a_lease_notice_is_its_own() -> None:
+    # The worker was alive after all: it failed the job itself within the grace period.
+    history = [entry(101, "popped", worker="w1"), entry(161, "timed-out"), task_error(165),
+               entry(165, "failed", worker="w1", group="jobs-ValueError")]
+    [attempt] = build_attempts(history, "failed")
+    assert (attempt.outcome, attempt.duration, attempt.exhausted) == (Outcome.FAILED, 64.0, None)
 
 
 def test_a_lease_notice_then_a_completion_in_the_grace_period() -> None:

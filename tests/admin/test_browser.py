@@ -21,7 +21,7 @@ from django.core.management import call_command
 
 from django_qless.core import Client
 from django_qless.core.presence import KlassCount, Presence, RunningJob, publish
-from tests.admin.conftest import ALL_PERMS, plant, url
+from tests.admin.conftest import ALL_PERMS, KLASS, plant, url
 from tests.admin.test_job_attempts_page import TASK_DATA, fail_attempt, popped
 from tests.admin.test_xss import PAYLOADS, pages_for, plant_payload
 from tests.conftest import LuaScript
@@ -109,6 +109,34 @@ def test_retry_a_failed_job_from_the_browser(
     assert "done" in page.locator(".qless-timeline").inner_text()
     outcomes = page.locator(".qless-attempts .qless-outcome").all_inner_texts()
     assert outcomes == ["failed", "completed"]
+
+
+def test_retry_every_failed_job_asks_first_in_the_browser(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+) -> None:
+    for queue in ("broken", "mail"):
+        for _ in range(2):
+            qless.queue(queue).put(KLASS, {"args": [], "kwargs": {}})
+            [job] = qless.queue(queue).pop()
+            job.fail(f"{queue}-ValueError", "Traceback\nValueError: boom")
+    make_user("ops", perms=ALL_PERMS)
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    page.goto(base + url("failures"))
+    page.get_by_role("button", name="Retry every failed job…").click()
+    page.wait_for_url(f"**{url('failure_retry_all')}")
+    assert "Retry all 4 failed jobs of 2 failure groups?" in page.locator(
+        ".qless-confirm").inner_text()
+    assert qless.failed() == {"broken-ValueError": 2, "mail-ValueError": 2}
+    page.get_by_role("link", name="No, take me back").click()
+    page.wait_for_url(f"**{url('failures')}")
+    assert qless.failed() == {"broken-ValueError": 2, "mail-ValueError": 2}
+
+    page.get_by_role("button", name="Retry every failed job…").click()
+    page.get_by_role("button", name="Yes, I’m sure").click()
+    page.wait_for_url(f"**{url('failures')}")
+    assert "Retried 4 failed jobs." in page.locator(".messagelist").inner_text()
+    assert qless.failed() == {}
 
 
 def test_a_job_completed_after_a_retry_shows_its_attempts_and_result(

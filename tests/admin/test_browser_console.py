@@ -135,6 +135,7 @@ def test_the_workers_page_flags_silent_workers_and_forgets_only_those(
 ) -> None:
     now = qless.now()
     job = qless.queue("busy").put(KLASS, DATA)
+    Client(qless.redis, worker_name="web-1-100-live").queue("busy").pop()  # runs it now
     for name, ttl in (("web-1-100-live", 60.0), ("web-2-200-gone", 0.2)):
         publish(qless, Presence(
             name=name, host=name[:5], pid=int(name.split("-")[2]), version="0.1.0",

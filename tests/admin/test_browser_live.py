@@ -101,7 +101,7 @@ def test_the_overview_charts_update_pause_and_stop_while_hidden(
     shoot(page, images, "overview-live")
 
     # Paused: no request, nothing changes, and the choice survives a reload.
-    pause = page.get_by_role("button", name="Pause live updates")
+    pause = page.locator("button.qless-live-pause")
     pause.click()
     assert pause.get_attribute("aria-pressed") == "true"
     requests = live_requests(page)
@@ -109,10 +109,11 @@ def test_the_overview_charts_update_pause_and_stop_while_hidden(
     page.wait_for_timeout(ROUND * 1000)
     assert requests == [] and shown(page, HOUR_COMPLETED) == before + 7
     page.reload()
-    pause = page.get_by_role("button", name="Pause live updates")
+    pause = page.get_by_role("button", name="Resume live updates")
     assert pause.get_attribute("aria-pressed") == "true"
     page.evaluate("window.qlessNotReloaded = true")
     finished(qless, "mail", 1, 0, qless.now())
+    pause = page.locator("button.qless-live-pause")
     pause.press("Enter")  # the keyboard resumes too, at once
     assert pause.get_attribute("aria-pressed") == "false"
     page.wait_for_function(f"document.querySelector('{HOUR_COMPLETED}').textContent == "
@@ -128,6 +129,30 @@ def test_the_overview_charts_update_pause_and_stop_while_hidden(
     page.wait_for_timeout(1000)
     assert len(requests) == 1
     assert page.evaluate("window.qlessNotReloaded") is True
+
+
+def test_the_live_updates_button_says_pause_or_resume_as_its_state_is(
+    live_server: Any, make_user: Callable[..., User], qless: Client, browser_page: Any,
+) -> None:
+    make_user("ops", perms=ALL_PERMS)
+    page, base = browser_page, live_server.url
+    log_in(page, base)
+    page.goto(base + url("workers"))
+    button = page.locator("button.qless-live-pause")
+    assert (button.inner_text(), button.get_attribute("aria-pressed")) == (
+        "Pause live updates", "false")
+    button.click()
+    assert (button.inner_text(), button.get_attribute("aria-pressed")) == (
+        "Resume live updates", "true")
+    assert page.get_by_role("button", name="Pause live updates").count() == 0
+    page.reload()  # the paused state and its label survive a reload, on every page
+    page.goto(base + url("overview"))
+    button = page.locator("button.qless-live-pause")
+    assert (button.inner_text(), button.get_attribute("aria-pressed")) == (
+        "Resume live updates", "true")
+    button.press("Enter")
+    assert (button.inner_text(), button.get_attribute("aria-pressed")) == (
+        "Pause live updates", "false")
 
 
 def test_the_queue_and_workers_pages_update_but_never_under_checked_boxes(

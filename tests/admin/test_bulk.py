@@ -11,6 +11,8 @@ import redis
 from django.contrib.admin.models import LogEntry
 from django.test import Client as HttpClient
 
+from django_qless.admin import bulk
+from django_qless.admin.views import failures
 from django_qless.core import Client, ScriptError
 from tests.admin.conftest import KLASS, messages_of, post, url
 from tests.conftest import LuaScript
@@ -143,9 +145,32 @@ def test_retry_every_group(
 ) -> None:
     plant_failed(lua, redis_client, 30, group="a-Error", queue="a", prefix="a")
     plant_failed(lua, redis_client, 20, group="b-Error", queue="b", prefix="b")
-    response = post(operator, "failure_retry_all", {})
+    response = post(operator, "failure_retry_all", {"confirmed": "yes"})
     assert messages_of(response) == ["Retried 50 failed jobs."]
     assert qless.failed() == {}
     assert (qless.queue("a").counts().waiting, qless.queue("b").counts().waiting) == (30, 20)
-    empty = post(operator, "failure_retry_all", {})
+    empty = post(operator, "failure_retry_all", {"confirmed": "yes"})
     assert messages_of(empty) == ["No failed jobs to retry."]
+
+
+def test_retry_every_group_asks_first_stating_the_count(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient
+) -> None:
+    plant_failed(lua, redis_client, 30, group="a-Error", queue="a", prefix="a")
+    plant_failed(lua, redis_client, 20, group="b-Error", queue="b", prefix="b")
+    response = operator.post(url("failure_retry_all"), {"next": url("failures")})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Retry all 50 failed jobs of 2 failure groups?" in page
+    assert '<input type="hidden" name="confirmed" value="yes">' in page
+    assert qless.failed() == {"a-Error": 30, "b-Error": 20}  # nothing retried yet
+    assert LogEntry.objects.count() == 0
+    done = post(operator, "failure_retry_all", {"confirmed": "yes"})
+    assert messages_of(done) == ["Retried 50 failed jobs."]
+    assert qless.failed() == {}
+
+
+def test_retry_every_group_past_the_bulk_limit_says_so() -> None:
+    question = failures.retry_all_question(bulk.MAX_JOBS + 5, 3)
+    assert question.startswith(f"Retry all {bulk.MAX_JOBS + 5} failed jobs of 3 failure groups?")
+    assert "retry again for the rest" in question

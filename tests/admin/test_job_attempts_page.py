@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -121,3 +122,32 @@ def test_jobs_run_by_the_worker_show_their_recorded_error_and_stored_result(
     response, html = page(operator, added)
     assert [a.outcome for a in response.context["attempts"]] == [Outcome.COMPLETED]
     assert response.context["result"] == "3"
+
+
+def test_a_job_whose_worker_died_says_its_lease_expired_and_no_negative_retries(
+    qless: Client, operator: HttpClient
+) -> None:
+    jid = qless.queue("jobs").put(KLASS, {"args": [1, 2], "kwargs": {}}, retries=0)
+    now = qless.now()
+    # Popped two leases ago by a worker that died at once: it never renewed the lease.
+    dead = Client(qless.redis, worker_name="dead-1", clock=lambda: now - 120)
+    assert popped(dead).jid == jid
+    # Other workers' pops: the first finds the lease gone, one grace period later the next
+    # one fails the job (no retry left).
+    for later in (0.0, 11.0):
+        at = functools.partial(float, now + later)
+        other = Client(qless.redis, worker_name="alive-2", clock=at)
+        assert other.queue("jobs").pop() == []
+    job = qless.get_job(jid)
+    assert job is not None and (job.state, job.remaining) == ("failed", -1)
+    response, html = page(operator, jid)
+    assert "-1 left" not in html
+    assert "<dt>Retries</dt><dd>none left of 0 (used up)</dd>" in html
+    [attempt] = response.context["attempts"]
+    assert attempt.outcome is Outcome.LEASE_EXPIRED and attempt.worker == "dead-1"
+    assert attempt.duration is None  # not the two leases it was held for
+    row = html.split('class="qless-attempt ')[1].split("</tr>")[0]
+    assert '<td class="qless-outcome">lease expired</td>' in row
+    assert "Its lease expired by" in row and "worker dead-1 stopped renewing it" in row
+    assert "With no retry left, qless failed the job at" in row
+    assert "How long it ran is not known." in row

@@ -145,3 +145,20 @@ def test_live_refreshes_are_refused_as_the_pages_are(
         response = client.get(live_url(route, world, **kwargs), headers=LIVE)
         assert response.status_code == status, route
         assert b"qless-live" not in response.content, route
+
+
+def test_the_last_minute_counts_retries_apart_from_failures(
+    qless: Client, viewer: HttpClient
+) -> None:
+    finished(qless, {("mail", "completed"): 6, ("mail", "retried"): 4}, minutes_ago=1)
+    page = viewer.get(url("overview")).content.decode()
+    last = page.split("<dt>Last minute</dt>")[1].split("</dd>")[0]
+    assert '<span class="qless-stat" data-qless-stat="last-failed">0</span> failed' in last
+    assert 'data-qless-stat="last-retried">4</span> retried' in last
+    assert "qless-warn" not in last  # nothing failed for good: nothing in red
+
+    finished(qless, {("mail", "failed"): 2}, minutes_ago=1)
+    last = viewer.get(url("overview")).content.decode().split(
+        "<dt>Last minute</dt>")[1].split("</dd>")[0]
+    assert 'qless-warn" data-qless-stat="last-failed">2</span> failed' in last
+    assert 'data-qless-stat="last-retried">4</span> retried' in last

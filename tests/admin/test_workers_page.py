@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 
@@ -9,20 +10,39 @@ from django.test import Client as HttpClient
 
 from django_qless.core import Client
 from django_qless.core.presence import KlassCount, Presence, RunningJob, listed, publish
-from tests.admin.conftest import World, messages_of, post, url
+from django_qless.worker.presence import INTERVAL
+from tests.admin.conftest import KLASS, World, messages_of, post, url
 
 
-def presence(name: str, now: float, seen: float | None = None) -> Presence:
-    """A presence of one of our workers, running one job."""
+def presence(name: str, now: float, seen: float | None = None,
+             jid: str = "jid-running-now", started: float = 42) -> Presence:
+    """A presence of one of our workers, running one job (since `started` seconds)."""
     return Presence(
         name=name, host="web-7", pid=31337, version="9.9.9", queues=("busy", "mail"),
         started=now - 3600, seen=now if seen is None else seen, done=1234, failed=5,
         rss_bytes=150 * 1024 * 1024,
-        running=(RunningJob("jid-running-now", "app.jobs.render_invoice", now - 42),),
+        running=(RunningJob(jid, "app.jobs.render_invoice", now - started),),
     )
 
 
+def running_by(qless: Client, worker: str, jid: str = "jid-running-now",
+               clock_behind: float = 0.0) -> Client:
+    """Put a job and pop it as `worker` (whose clock may run behind); its client."""
+    theirs = Client(qless.redis, worker_name=worker, clock=lambda: qless.now() - clock_behind)
+    theirs.queue("busy").put(KLASS, {}, jid=jid)
+    [job] = theirs.queue("busy").pop()
+    assert job.jid == jid
+    return theirs
+
+
+def running_cell(page: str, name: str) -> str:
+    """The "Running now" cell of a worker's row on the workers page."""
+    row = page[page.index(f">{name}<"):].split("</tr>")[0]
+    return row.split('<td class="qless-running-now">')[1].split("</td>")[0]
+
+
 def test_live_worker_shows_what_it_publishes(qless: Client, operator: HttpClient) -> None:
+    running_by(qless, "ours-1", clock_behind=42)
     publish(qless, presence("ours-1", qless.now()), ttl=30)
     page = operator.get(url("workers")).content.decode()
     for text in ("ours-1", "web-7 / 31337", "v9.9.9", "app.jobs.render_invoice",
@@ -106,3 +126,53 @@ def test_worker_page_of_another_client_or_a_silent_worker_says_so(
     assert "stopped reporting" in page and "Jobs by function" not in page
     page = operator.get(url("worker", name=world.worker)).content.decode()
     assert "Not a <code>qless_worker</code> process" in page
+
+
+def test_running_now_leaves_out_jobs_finished_since_the_last_report(
+    qless: Client, operator: HttpClient
+) -> None:
+    # The worker reports every few seconds: its last report still names a job it completed.
+    theirs = running_by(qless, "ours-1")
+    publish(qless, presence("ours-1", qless.now(), started=0.04), ttl=30)
+    assert "jid-running-now" in running_cell(operator.get(url("workers")).content.decode(),
+                                             "ours-1")
+    [job] = theirs.get_jobs(["jid-running-now"])
+    job.complete()
+    page = operator.get(url("workers")).content.decode()
+    assert "jid-running-now" not in running_cell(page, "ours-1")
+    assert "idle" in running_cell(page, "ours-1")
+    worker_page = operator.get(url("worker", name="ours-1")).content.decode()
+    assert "jid-running-now" not in worker_page.split("Running now")[1].split("</tr>")[0]
+
+
+def test_running_now_leaves_out_a_job_another_worker_holds_or_whose_lease_expired(
+    qless: Client, operator: HttpClient
+) -> None:
+    running_by(qless, "ours-2", jid="taken-over")
+    qless.timeout("taken-over")
+    [job] = Client(qless.redis, worker_name="ours-3").queue("busy").pop()
+    assert job.jid == "taken-over"
+    # Popped with a clock two leases behind: the lease has run out by now.
+    running_by(qless, "ours-4", jid="lease-gone", clock_behind=130)
+    now = qless.now()
+    publish(qless, presence("ours-2", now, jid="taken-over"), ttl=30)
+    publish(qless, presence("ours-4", now, jid="lease-gone"), ttl=30)
+    page = operator.get(url("workers")).content.decode()
+    assert "taken-over" not in running_cell(page, "ours-2")
+    assert "lease-gone" not in running_cell(page, "ours-4")
+
+
+def test_running_now_dates_a_job_from_its_latest_pop(qless: Client, operator: HttpClient) -> None:
+    # A report made during an earlier run of the same job, by the same worker.
+    theirs = running_by(qless, "ours-1")
+    [job] = theirs.get_jobs(["jid-running-now"])
+    job.complete()
+    publish(qless, presence("ours-1", qless.now(), started=300), ttl=30)
+    theirs.queue("busy").put(KLASS, {}, jid="jid-running-now")
+    assert [job.jid for job in theirs.queue("busy").pop()] == ["jid-running-now"]
+    cell = running_cell(operator.get(url("workers")).content.decode(), "ours-1")
+    assert "jid-running-now" in cell
+    shown = re.search(r"for ([\d.]+) (ms|s)<", cell)
+    assert shown is not None, cell  # not "5 min", the age of the earlier run
+    age = float(shown[1]) / (1000 if shown[2] == "ms" else 1)
+    assert age < INTERVAL

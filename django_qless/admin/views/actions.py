@@ -15,6 +15,8 @@ from ..job_actions import Data, JobAction, Selection
 from ..page_context import PageContext
 
 Errors = list[tuple[str, str]]
+#: Admin-log lines: (object id, text).
+Changes = list[tuple[str, str]]
 
 
 @dataclass
@@ -67,13 +69,15 @@ def refusal(action: JobAction, job: Job) -> str | None:
     return None if job.state in action.states else action.refusal.format(state=job.state)
 
 
-def apply(action: JobAction, jobs: list[Job], data: Data) -> tuple[list[Job], Errors]:
+def apply(action: JobAction, jobs: list[Job], data: Data) -> tuple[Changes, Errors]:
     """Run the operation on each job; a refusal by qless is reported, not raised."""
-    done: list[Job] = []
+    done: Changes = []
     errors: Errors = []
     for job in jobs:
         problem = refusal(action, job)
         if problem is None:
+            # Worded before the change: an operation updates the job it is given.
+            change = (job.jid, action.audit(job, data))
             try:
                 action.operation(job, data)
             except QlessError as exc:
@@ -81,21 +85,15 @@ def apply(action: JobAction, jobs: list[Job], data: Data) -> tuple[list[Job], Er
         if problem:
             errors.append((job.jid, problem))
         else:
-            done.append(job)
+            done.append(change)
     return done, errors
-
-
-def on_jobs(done: list[Job], action: JobAction, data: Data, errors: Errors) -> Outcome:
-    """The outcome of an operation on jobs: one admin-log line per job done."""
-    changes = [(job.jid, action.audit(job, data)) for job in done]
-    return Outcome(changes, errors, len(done))
 
 
 def each_job(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     """Run the operation on each selected job."""
     jobs, errors = fetch(ctx, data["jids"])
     done, refused = apply(action, jobs, data)
-    return on_jobs(done, action, data, errors + refused)
+    return Outcome(done, errors + refused, len(done))
 
 
 def one_job(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
@@ -104,7 +102,7 @@ def one_job(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     if job is None:
         return Outcome(errors=[(data["jid"], "no longer exists")], back=ctx.url("overview"))
     done, refused = apply(action, [job], data)
-    return on_jobs(done, action, data, refused)
+    return Outcome(done, refused, len(done))
 
 
 def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
@@ -113,6 +111,7 @@ def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     checked = [(job, refusal(action, job)) for job in jobs]
     errors += [(job.jid, problem) for job, problem in checked if problem]
     wanted = [job for job, problem in checked if problem is None]
+    changes = [(job.jid, action.audit(job, data)) for job in wanted]  # worded before the change
     if wanted:
         try:
             action.operation(ctx.client, wanted)
@@ -120,11 +119,11 @@ def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
             # A dependent appeared after the confirmation page listed them.
             errors += [(job.jid, "other jobs now depend on it; nothing was cancelled, try "
                         "again to see them") for job in wanted]
-            wanted = []
+            changes = []
         except QlessError as exc:
             errors += [(job.jid, problem_text(exc)) for job in wanted]
-            wanted = []
-    outcome = on_jobs(wanted, action, data, errors)
+            changes = []
+    outcome = Outcome(changes, errors, len(changes))
     outcome.back = ctx.url("overview")  # the jobs' pages are gone once they are deleted
     return outcome
 

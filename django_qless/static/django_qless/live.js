@@ -2,8 +2,8 @@
 
    It asks for the page's own URL again (so the same view and permission checks answer), with
    the X-Qless-Live header, and replaces the region's content with the fresh one: no reload,
-   no build step, no library. A Pause button (its state in aria-pressed, remembered in
-   localStorage) stops the rounds; none is made while the tab is hidden; a round is skipped
+   no build step, no library. A Pause button (its state in aria-pressed and its label, Resume
+   while paused, remembered in localStorage) stops the rounds; none is made while the tab is hidden; a round is skipped
    while the user is busy inside the region (focus, a changed form field, a text selection);
    an error answer (signed out, no permission) stops the updates and says so. */
 (function () {
@@ -160,9 +160,15 @@
     });
   }
 
+  /* The button says what pressing it does now; aria-pressed says whether updates are paused. */
+  function showPaused(paused) {
+    button.textContent = paused ? "Resume live updates" : "Pause live updates";
+    button.setAttribute("aria-pressed", paused ? "true" : "false");
+  }
+
   function setPaused(paused) {
     rememberPaused(paused);
-    button.setAttribute("aria-pressed", paused ? "true" : "false");
+    showPaused(paused);
     state.textContent = paused ? "Live updates paused." : "Live updates on.";
     if (paused) {
       window.clearTimeout(timer);
@@ -178,8 +184,7 @@
     button = document.createElement("button");
     button.type = "button";
     button.className = "button qless-live-pause";
-    button.textContent = "Pause live updates";
-    button.setAttribute("aria-pressed", isPaused() ? "true" : "false");
+    showPaused(isPaused());
     button.addEventListener("click", function () {
       setPaused(button.getAttribute("aria-pressed") !== "true");
     });
