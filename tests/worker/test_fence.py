@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -102,8 +102,10 @@ def test_a_job_whose_lease_cannot_be_renewed_is_stopped_before_its_lock_expires(
         wait_for(lambda: worker.monitor.heartbeats >= 1, 10, every=0.01,
                  what="the first renewal")
         # Cut right after a renewal was acknowledged: the lock expires one lease after it.
-        {"blackhole": proxy.blackhole, "reset": proxy.reset_all,
-         "replies": lambda: proxy.blackhole(replies_only=True)}[fault]()
+        faults: dict[str, Callable[[], None]] = {
+            "blackhole": proxy.blackhole, "reset": proxy.reset_all,
+            "replies": lambda: proxy.blackhole(replies_only=True)}
+        faults[fault]()
         cut = time.time()
         expiry = lock_expiry(direct, jid)
         stopped = wait_for(lambda: [s for s in STOPS if s[0] == "stopped"], 10, every=0.01,
