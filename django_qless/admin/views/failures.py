@@ -98,16 +98,9 @@ def retry_group(ctx: PageContext) -> HttpResponse:
 
 
 def retry_all(ctx: PageContext) -> HttpResponse:
-    """Requeue the jobs of every failure group (up to the bulk limit per request), after a
-    confirmation page stating how many."""
-    failed = ctx.client.failed()
-    if failed and not confirmed(ctx):
-        return confirm_page(
-            ctx, title="Retry every failed job", fallback=ctx.url("failures"),
-            question=retry_all_question(sum(failed.values()), len(failed)),
-        )
+    """Requeue the jobs of every failure group (up to the bulk limit per request)."""
     total = bulk.Outcome()
-    for group in failed:
+    for group in ctx.client.failed():
         if total.done >= bulk.MAX_JOBS:
             break
         outcome = bulk.retry_group(ctx.client, group)
@@ -119,14 +112,6 @@ def retry_all(ctx: PageContext) -> HttpResponse:
         audit.record(ctx, models.Failure, [("*", f"{message} of every group")])
     report(ctx, f"{message}." if total.done else "No failed jobs to retry.", total.errors)
     return ctx.redirect_back(ctx.url("failures"))
-
-
-def retry_all_question(count: int, groups: int) -> str:
-    """What the confirmation of a retry of every failed job asks."""
-    question = f"Retry all {plural(count, 'failed job')} of {plural(groups, 'failure group')}?"
-    if count > bulk.MAX_JOBS:
-        question += f" The first {bulk.MAX_JOBS:,} are retried now; retry again for the rest."
-    return question
 
 
 def cancel_group(ctx: PageContext) -> HttpResponse:
