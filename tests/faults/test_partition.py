@@ -108,6 +108,18 @@ def double_runs(every: list[Run]) -> list[str]:
     return found
 
 
+def closest_takeover(every: list[Run]) -> float:
+    """The shortest time between the end of one execution of a job and the next one's start."""
+    by_jid: dict[str, list[Run]] = {}
+    for run in every:
+        by_jid.setdefault(run.jid, []).append(run)
+    gaps = [later.begin - earlier.end for executions in by_jid.values()
+            for earlier, later in zip(sorted(executions, key=lambda run: run.begin),
+                                      sorted(executions, key=lambda run: run.begin)[1:],
+                                      strict=False)]
+    return round(min(gaps), 2)
+
+
 def started_by(client: Client, fleet: Fleet, jids: list[str]) -> set[str]:
     """The jobs among `jids` started by a worker of `fleet` (by its worker name's pid)."""
     pids = set(fleet.pids())
@@ -180,6 +192,7 @@ def test_a_partitioned_worker_fences_its_job_before_another_worker_takes_it(
     figures.update(isolation=isolation, executions=len(every),
                    fenced_logged=logs.count("fenced: its lease could not be renewed"),
                    cut_off_runs_that_finished=len(finished_cut_off),
+                   closest_takeover=closest_takeover(every),
                    rounds_seconds=round(time.monotonic() - started))
     assert doubles == [], "\n".join(doubles[:10])
     assert sum(lost.values()) == 0
