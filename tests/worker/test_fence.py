@@ -130,6 +130,35 @@ def test_a_job_whose_lease_cannot_be_renewed_is_stopped_before_its_lock_expires(
     assert not thread.is_alive()
 
 
+def test_a_fenced_job_that_swallows_the_interruption_and_returns_is_not_completed(
+    proxy: FaultProxy, direct: Client, settings: Any, sent: SignalLog,
+) -> None:
+    direct.config.put("q-heartbeat", LEASE)
+    jid = direct.queue("q").put("worker.stubborn", {"args": [], "kwargs": {}})
+    STOPS.clear()
+    worker, thread = start_worker(settings, proxy)
+    try:
+        wait_for(lambda: worker.monitor.heartbeats >= 1, 10, every=0.01,
+                 what="the first renewal")
+        proxy.blackhole()
+        wait_for(lambda: [s for s in STOPS if s[0] == "stopped"], 10, every=0.01,
+                 what="the fence")
+        # Redis is reachable again before the job returns: a completion would go through.
+        proxy.heal()
+        wait_for(lambda: [s for s in STOPS if s[0] == "end"], 15, every=0.01,
+                 what="the job to return")
+        wait_for(lambda: worker.outcomes["lock lost"] == 1, 15, what="the job's outcome")
+    finally:
+        worker.stop.request("test over")
+        thread.join(30)
+    assert [(event, how) for event, how, _ in STOPS] == [
+        ("start", ""), ("stopped", "LeaseExpired"), ("end", "")]
+    job = direct.get_job(jid)
+    assert job is not None and job.state == "running"  # returned, yet not completed
+    assert worker.outcomes["completed"] == 0
+    assert sent.of("job_completed") == []
+
+
 def test_the_monitor_calls_time_out_within_a_quarter_of_the_lease(
     proxy: FaultProxy, direct: Client, settings: Any,
 ) -> None:

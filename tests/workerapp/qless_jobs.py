@@ -260,3 +260,17 @@ def until_stopped(seconds: float = 30) -> None:
         STOPS.append(("stopped", type(exc).__name__, time.time()))
         raise
     STOPS.append(("end", "", time.time()))
+
+
+@qless_job(name="worker.stubborn")
+def stubborn(seconds: float = 4) -> str:
+    """Naps `seconds` in all, swallowing every interruption (recorded in STOPS); returns."""
+    STOPS.append(("start", "", time.time()))
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            time.sleep(0.01)
+        except BaseException as exc:  # noqa: BLE001 - swallowing it is the point
+            STOPS.append(("stopped", type(exc).__name__, time.time()))
+    STOPS.append(("end", "", time.time()))
+    return "done"
