@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 import redis
+import redis.sentinel
 
 from django_qless.connection import reset_clients
 from django_qless.core import Client
 from django_qless.worker import Worker
 from django_qless.worker.fence import Fence, margin_for
-from django_qless.worker.monitor_redis import monitor_timeout
+from django_qless.worker.monitor_redis import DEFAULT_TIMEOUT, monitor_redis, monitor_timeout
 from django_qless.worker.options import WorkerOptions
 from tests.faults.proxy import FaultProxy
 from tests.redis_harness import RedisServer
@@ -180,3 +181,21 @@ def test_the_monitor_calls_time_out_within_a_quarter_of_the_lease(
         thread.join(30)
     # The application's own connections keep their configured timeout.
     assert worker.client.redis.connection_pool.connection_kwargs["socket_timeout"] == 1
+
+
+def test_the_monitor_pool_keeps_the_server_and_options_and_only_cuts_the_timeouts() -> None:
+    base = redis.Redis.from_url("redis://:secret@127.0.0.1:6390/3", socket_timeout=0.2)
+    own = monitor_redis(base).connection_pool
+    assert own is not base.connection_pool
+    kwargs = own.connection_kwargs
+    assert (kwargs["host"], kwargs["port"], kwargs["db"], kwargs["password"]) == (
+        "127.0.0.1", 6390, 3, "secret")
+    assert kwargs["socket_timeout"] == 0.2  # a lower configured timeout is kept
+    assert kwargs["socket_connect_timeout"] == DEFAULT_TIMEOUT
+    sentinel = redis.sentinel.Sentinel([("127.0.0.1", 1)])  # type: ignore[no-untyped-call]
+    primary = sentinel.master_for("primary", socket_timeout=30)  # type: ignore[no-untyped-call]
+    managed = monitor_redis(primary)
+    pool = managed.connection_pool
+    assert isinstance(pool, redis.sentinel.SentinelConnectionPool)
+    assert pool.service_name == "primary"
+    assert pool.connection_kwargs["socket_timeout"] == DEFAULT_TIMEOUT
