@@ -57,8 +57,10 @@ class Worker:
         self.name = self.client.worker_name
         #: The monitor thread's client: its own connections, whose calls time out well
         #: within a lease (`monitor_redis`); renewals, presence, cron slots, lease checks.
-        self.monitor_client = Client(monitor_redis(self.client.redis), clock=self.client.clock,
-                                     worker_name=self.name)
+        self.monitor_client = Client(
+            monitor_redis(self.client.redis), clock=self.client.clock, worker_name=self.name,
+            max_payload_bytes=self.client.max_payload_bytes,
+            put_memory_limit=self.client.memory.limit, replica_ack=self.client.replica_ack)
         self.order: QueueOrder[Queue] = QueueOrder(
             [self.client.queue(name) for name in options.queues], options.strategy
         )
