@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from .client import Client
 
 ConfigValue = str | int | float
+#: The lease the script gives when no `heartbeat` is stored (qless-core's default).
+DEFAULT_LEASE = 60
 
 #: Keys the script reads as numbers, and the smallest value each accepts (None: any integer).
 NUMERIC_KEYS: dict[str, tuple[float | None, bool]] = {
@@ -139,6 +141,15 @@ def lease_problems(values: Mapping[str, str], queues: Iterable[str] | None = Non
     found += [_judge(values, f"{name}-max-concurrency", "concurrency cap", exclusive=False)
               for name in names]
     return [problem for problem in found if problem is not None]
+
+
+def lease_for(values: Mapping[str, str], queue: str) -> float | None:
+    """The lease (seconds) the script gives `queue`'s locks by `values` (None: unusable)."""
+    try:
+        lease = float(values.get(_lease_key(values, queue), DEFAULT_LEASE))
+    except ValueError:
+        return None
+    return lease if math.isfinite(lease) and lease > 0 else None
 
 
 def _queues_named(values: Mapping[str, str]) -> set[str]:

@@ -25,19 +25,23 @@ How a job ends, as written to qless:
   `retry_on` names it).
 - lock lost (`lock_lost`/`canceled` on the worker's own channel, or a refused heartbeat):
   stopped; nothing is written, the job now belongs to someone else.
+- lease not renewed in time (Redis unreachable, replies lost or late): fenced, i.e. stopped
+  (`LeaseExpired`, a `LockLost`) shortly before the lock expires; nothing is written
+  (see `fence`).
 - still running when a graceful stop's `shutdown_timeout` runs out: stopped and handed back
   with `requeue` by this worker (priority, tags, retries and data unchanged) after a
   `handed-back` history entry. qless's put sets `remaining` to `retries`, so no retry is
   spent; a job that had already used some gets them back.
 """
 
-from .interrupt import JobInterrupted, LockLost, ShutdownTimeout, TimeLimitExceeded
+from .interrupt import JobInterrupted, LeaseExpired, LockLost, ShutdownTimeout, TimeLimitExceeded
 from .loop import Worker
 from .options import WorkerOptions
 from .supervisor import Supervisor
 
 __all__ = [
     "JobInterrupted",
+    "LeaseExpired",
     "LockLost",
     "ShutdownTimeout",
     "Supervisor",

@@ -55,7 +55,8 @@ class Fetcher:
     """Hands the loop its jobs and reports their outcomes to qless, popping ahead."""
 
     def __init__(self, client: Client, order: QueueOrder[Queue], options: WorkerOptions,
-                 stop: StopState, reporter: Reporter) -> None:
+                 stop: StopState, reporter: Reporter, guard_client: Client | None = None
+                 ) -> None:
         self.client = client
         self.name = client.worker_name
         self.order = order
@@ -65,8 +66,10 @@ class Fetcher:
         self.batch = Batch(client)
         self.held = HeldJobs(client, self.batch)
         self.durations = DurationAverage()
-        #: Pops wait while the shared lease settings are unsafe (the monitor checks).
-        self.lease_guard = LeaseGuard(client, order.queues)
+        #: Pops wait while the shared lease settings are unsafe (the monitor checks, on
+        #: `guard_client`: the monitor's own connections).
+        guard = guard_client or client
+        self.lease_guard = LeaseGuard(guard, [guard.queue(q.name) for q in order.queues])
         #: Jobs run so far (`--max-jobs` counts them, and the jobs held after them).
         self.jobs_run = 0
         #: How many jobs ended each way, by `Outcome` value.

@@ -28,6 +28,7 @@ import redis
 
 from .. import conf
 from ..core import Client, QlessError, Queue
+from ..core.config import lease_for, lease_problems
 from ..core.persistence import read_persistence
 from ..exceptions import QlessConfigurationError
 
@@ -182,9 +183,9 @@ class LeaseGuard:
 
     The monitor thread calls `poll()` on the clock check's cadence (half the shortest
     lease, within bounds; the shortest bound while the settings are bad) and before each
-    lease renewal; the job thread only reads `safe`. Jobs already running finish, but their
-    lease is not renewed meanwhile: a renewal would take its expiry from the bad setting,
-    while the last good renewal still holds the lock.
+    lease renewal; the job thread only reads `safe`. A job already running goes on, but its
+    lease is not renewed meanwhile (a renewal would take its expiry from the bad setting):
+    it finishes within the last good renewal, or the fence stops it (see `fence`).
     """
 
     def __init__(self, client: Client, queues: Sequence[Queue]) -> None:
@@ -192,6 +193,8 @@ class LeaseGuard:
         self.queues = queues
         #: The problem found by the latest check; None while the settings are safe.
         self.problem: str | None = None
+        #: Each queue's lease (seconds) as of the latest check, when it was usable.
+        self.leases: dict[str, float] = {}
         self._due = time.monotonic() + CLOCK_CHECK_MIN
 
     @property
@@ -204,18 +207,31 @@ class LeaseGuard:
         and a Redis error is raised, as the renewal's own would be."""
         now = time.monotonic()
         if force:
-            # One read (HGETALL of the config); the cadence is left as it was.
-            self._record(lease_problem(self.client, self.queues))
+            # One read (the config); the cadence is left as it was.
+            self._record(self._read())
             if self.problem:
                 self._due = min(self._due, now + CLOCK_CHECK_MIN)
         elif now >= self._due:
             try:
-                problem = lease_problem(self.client, self.queues)
-            except redis.RedisError:
+                problem = self._read()
+            except redis.RedisError as exc:
                 self._due = now + CLOCK_CHECK_MIN
-                return  # the worker's loop reports Redis being away; keep the last verdict
+                # The worker's loop reports Redis being away; keep the last verdict (a
+                # renewal checks again first, and the fence covers a renewal that fails).
+                logger.debug("qless worker %s: lease settings not checked: %s",
+                             self.client.worker_name, exc)
+                return
             self._record(problem)
             self._due = now + (CLOCK_CHECK_MIN if problem else self._interval())
+
+    def _read(self) -> str | None:
+        """Read the settings: the problem found (None: safe); the leases are kept."""
+        values = self.client.config.as_text()
+        names = [queue.name for queue in self.queues]
+        self.leases = {name: lease for name in names
+                       if (lease := lease_for(values, name)) is not None}
+        found = lease_problems(values, names)
+        return "; ".join(found) if found else None
 
     def _record(self, problem: str | None) -> None:
         """Take a reading, logging a change either way."""

@@ -1,4 +1,4 @@
-"""Stopping a running job function from outside: time limit, lost lock, shutdown deadline.
+"""Stopping a running job function from outside: time limit, lost lock or lease, shutdown deadline.
 
 In the main thread (the normal case) the interruption is a SIGALRM: `setitimer` for the
 time limit, `pthread_kill` from the monitor thread for the other reasons. A signal also
@@ -48,6 +48,12 @@ class LockLost(JobInterrupted):  # noqa: N818 - mirrors qless's `lock_lost` even
     """The job's lock went to someone else (timeout, move, cancel, lease expiry)."""
 
     reason = "lock lost"
+
+
+class LeaseExpired(LockLost):  # noqa: N818 - a kind of lock loss
+    """The job's lease could not be renewed in time: the worker fenced it (see `fence`)."""
+
+    reason = "lease not renewed"
 
 
 class ShutdownTimeout(JobInterrupted):  # noqa: N818 - control flow

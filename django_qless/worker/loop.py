@@ -25,10 +25,11 @@ from .client import worker_client
 from .crashes import enable_faulthandler
 from .cron_slots import CronSlots
 from .fetcher import Fetcher
-from .health import ClockWatch, check_startup
+from .health import ClockWatch, check_startup, shortest_lease
 from .interrupt import Interrupter
 from .limits import Limits
 from .monitor import Monitor
+from .monitor_redis import monitor_redis, monitor_timeout, retime
 from .options import WorkerOptions
 from .order import QueueOrder
 from .presence import PresenceReporter
@@ -54,6 +55,12 @@ class Worker:
         self.options = options
         self.client = worker_client(options, client)
         self.name = self.client.worker_name
+        #: The monitor thread's client: its own connections, whose calls time out well
+        #: within a lease (`monitor_redis`); renewals, presence, cron slots, lease checks.
+        self.monitor_client = Client(
+            monitor_redis(self.client.redis), clock=self.client.clock, worker_name=self.name,
+            max_payload_bytes=self.client.max_payload_bytes,
+            put_memory_limit=self.client.memory.limit, replica_ack=self.client.replica_ack)
         self.order: QueueOrder[Queue] = QueueOrder(
             [self.client.queue(name) for name in options.queues], options.strategy
         )
@@ -63,17 +70,18 @@ class Worker:
         self.waker = Waker(self.client, options.queues, options.poll_interval,
                            lambda: self.stop.requested)
         reporter = Reporter(self.name)
-        self.fetcher = Fetcher(self.client, self.order, options, self.stop, reporter)
+        self.fetcher = Fetcher(self.client, self.order, options, self.stop, reporter,
+                               guard_client=self.monitor_client)
         #: What this process publishes about itself for the admin's workers page.
         self.presence = PresenceReporter(
-            self.client, options.queues, lambda: self.monitor.current,
+            self.monitor_client, options.queues, lambda: self.monitor.current,
             lambda: (self.outcomes[Outcome.COMPLETED.value], self.outcomes[Outcome.FAILED.value]),
             self.fetcher.tally, shown_settings(options), self.fetcher.klass_outcomes,
         )
         #: Puts the due slot jobs of cron schedules (from the monitor thread, see `run_once`).
-        self.crons = CronSlots(self.client)
+        self.crons = CronSlots(self.monitor_client)
         self.monitor = Monitor(
-            self.client, self.interrupter, self.stop,
+            self.monitor_client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
             waker=self.waker, fetcher=self.fetcher, presence=self.presence,
             crons=self.crons,
@@ -112,6 +120,8 @@ class Worker:
         """Refuse to start on a Redis or clock that could lose jobs, or a bad lease config."""
         # Reads every queue's lease, so a bad `<queue>-heartbeat` is refused here too.
         check_startup(self.client, self.order.queues)
+        # The monitor's calls time out within a quarter of the shortest lease (at most 1 s).
+        retime(self.monitor_client.redis, monitor_timeout(shortest_lease(self.order.queues)[1]))
 
     def startup(self) -> None:
         """Check the configuration, install signal handlers, start the monitor thread."""
@@ -175,6 +185,7 @@ class Worker:
         self.interrupter.uninstall()
         self.handlers.restore()
         close_old_connections()
+        self.monitor_client.redis.close()
         logger.debug("qless worker %s: %s jobs run", self.name, self.jobs_run)
         signals.send(signals.worker_stopped, self, worker=self.name, queues=self.options.queues)
 

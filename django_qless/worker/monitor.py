@@ -8,6 +8,13 @@ shutdown deadline. While no job runs, it only wakes every `TICK` seconds.
 It also re-checks the shared lease settings (`health.LeaseGuard`), whose verdict
 holds the fetcher's pops and the renewals while they are unsafe.
 
+Fencing: a job whose lease this worker could not renew (Redis unreachable, replies lost
+or late, renewals held by unsafe settings) is stopped before the lock expires, by the
+`fence.FenceWatch` thread, which does no I/O and so is never held up by a hanging call.
+The job is interrupted (an isolated job's child is killed) and then neither completed
+nor failed here: after the expiry qless may hand it to another worker. The monitor's
+client is built on `monitor_redis`, so each of its calls times out well within a lease.
+
 Threads: `begin()` and `end()` are called by the worker's job thread; everything else runs
 in the monitor thread. From there it interrupts the job thread (`Interrupter`), and acts
 on two objects through their thread-safe methods: once the running job has taken
@@ -29,8 +36,16 @@ from typing import TYPE_CHECKING, Any
 import redis
 import redis.client
 
-from ..core import Client, Job, LockLostError, keys
-from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout, TimeLimitExceeded
+from ..core import Client, Job, LockLostError, commands, keys
+from .fence import Fence, FenceWatch
+from .interrupt import (
+    Interrupter,
+    JobInterrupted,
+    LeaseExpired,
+    LockLost,
+    ShutdownTimeout,
+    TimeLimitExceeded,
+)
 from .liveness import PingCheck
 from .state import RunningJob, StopState
 
@@ -46,6 +61,8 @@ logger = logging.getLogger("django_qless.worker")
 TICK = 0.5
 #: How long to wait before resubscribing after the connection dropped.
 RECONNECT_DELAY = 1.0
+#: Longest wait for the confirmation of a subscription before going on (it is read later).
+SUBSCRIBE_WAIT = 5.0
 #: Seconds between PINGs on the channel connection; one unanswered at the next means the
 #: connection is dead and the monitor subscribes again (see `liveness`).
 PING_EVERY = 5.0
@@ -96,25 +113,42 @@ class Monitor(threading.Thread):
         self._subscribed = threading.Event()
         self._ping = PingCheck(PING_EVERY)
         self._announced = False
+        self._interrupting = threading.Lock()
         self.channel = keys.worker_channel(client.worker_name)
+        #: Stops the jobs whose lease could not be renewed in time.
+        self.fences = FenceWatch(client.worker_name)
+
+    def start(self) -> None:
+        """Start the thread, and the fence watch with it."""
+        self.fences.start()
+        super().start()
 
     # Called from the job thread.
 
     def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None
               ) -> RunningJob:
-        """Start watching a job that was just popped."""
+        """Start watching a job that was just popped (its pop is its first renewal)."""
         every = interval if interval is not None else max(lease / 3, 0.05)
         running = RunningJob(job=job, interval=every)
+        # The expiry Redis gave the lock, from the `now` the pop carried: the time the
+        # reply took and the job was held are already spent.
+        running.fence = Fence(job.jid, lease, float(job.expires) - self.client.now())
+        # A job held a while (or renewed with a truncated expiry) may have little of its
+        # lease left: renew it halfway to its fence if that comes before the interval.
+        running.next_heartbeat = min(running.next_heartbeat,
+                                     (running.started + running.fence.deadline) / 2)
         if time_limit:
             running.deadline = running.started + time_limit
         with self._lock:
             self.current = running
             early = self._recent.pop(job.jid, None)
         if early is not None and time.monotonic() - early[1] < RECENT_TTL:
-            running.lost = self._confirm_early(job, early[0])
+            running.lost = self._confirm_early(running, early[0])
+        if self.fences.is_alive() and running.lost is None:
+            self.fences.watch(running.fence, lambda fence: self._fenced(running, fence))
         return running
 
-    def _confirm_early(self, job: Job, event: str) -> str | None:
+    def _confirm_early(self, running: RunningJob, event: str) -> str | None:
         """Whether an event read before the job started means it is lost: asks Redis.
 
         The event may be about the job's previous lease: when a lock expires, qless sends
@@ -122,7 +156,7 @@ class Monitor(threading.Thread):
         that same worker. A heartbeat tells: refused, the job is lost; renewed, it is ours.
         """
         try:
-            job.heartbeat()
+            self._renew(running)
         except LockLostError:
             return event
         except redis.RedisError:
@@ -130,8 +164,13 @@ class Monitor(threading.Thread):
         return None
 
     def end(self) -> None:
-        """Stop watching the current job."""
-        self.current = None
+        """Stop watching the current job; a fence firing after this leaves it alone."""
+        with self._lock:
+            running, self.current = self.current, None
+            if running is not None:
+                running.ended = True
+                if running.fence is not None:
+                    self.fences.forget(running.fence)
 
     def wait_subscribed(self, timeout: float) -> bool:
         """Block until the channel subscription is confirmed (events before it are missed)."""
@@ -140,6 +179,7 @@ class Monitor(threading.Thread):
     def halt(self, timeout: float = 2.0) -> None:
         """Stop the thread and close its connection."""
         self._halt.set()
+        self.fences.halt()
         if self.is_alive() and threading.current_thread() is not self:
             try:
                 # Wake the blocking read now instead of at the end of its tick.
@@ -188,9 +228,10 @@ class Monitor(threading.Thread):
         if pubsub is None:
             pubsub = self._subscribe()
         self._ping.check(pubsub)
-        message: dict[str, Any] | None = pubsub.get_message(
-            ignore_subscribe_messages=True, timeout=timeout
-        )
+        message: dict[str, Any] | None = pubsub.get_message(timeout=timeout)
+        if message is not None and message.get("type") == "subscribe":
+            self._subscribed.set()  # a confirmation later than `_subscribe` waited
+            return None
         if message is not None and self._ping.answered(message):
             return None
         return message
@@ -201,7 +242,8 @@ class Monitor(threading.Thread):
         self._pubsub = pubsub
         self._ping.restart()
         pubsub.subscribe(self.channel)
-        deadline = time.monotonic() + 5
+        # Not past the running job's next heartbeat: the confirmation can also come later.
+        deadline = time.monotonic() + min(SUBSCRIBE_WAIT, max(self._timeout(), 0.1))
         while time.monotonic() < deadline:
             message = pubsub.get_message(timeout=0.1)
             if message is not None and message["type"] == "subscribe":
@@ -248,13 +290,33 @@ class Monitor(threading.Thread):
         self._interrupt(running, LockLost)
 
     def _interrupt(self, running: RunningJob, exc_class: type[JobInterrupted]) -> None:
-        """Send an interruption into the job (once)."""
-        if running.interrupted is None:
+        """Send an interruption into the job (once; the fence watch may race this thread)."""
+        with self._interrupting:
+            if running.interrupted is not None:
+                return
             running.interrupted = exc_class.reason
-            self.interrupter.interrupt(exc_class)
+        self.interrupter.interrupt(exc_class)
+
+    def _fenced(self, running: RunningJob, fence: Fence) -> None:
+        """The job's lease ran out unrenewed (minus the margin): stop it; it is not ours."""
+        with self._lock:
+            if running.ended or running.lost is not None:
+                return
+            fence.fired = True
+            unrenewed = fence.unrenewed_for()
+            running.lost = f"fenced: its lease could not be renewed for {unrenewed:.1f}s"
+        logger.warning(
+            "qless worker %s: job %s fenced: its lease could not be renewed for %.1f s "
+            "(the lock expires in %.1f s; margin %.1f s); it is stopped and will be neither "
+            "completed nor failed by this worker: qless hands it out again once the lock "
+            "expires", self.client.worker_name, fence.jid, unrenewed,
+            fence.expires_at - time.monotonic(), fence.margin)
+        self._interrupt(running, LeaseExpired)
 
     def _tick(self) -> None:
-        """Deadlines and heartbeats for the running job; parent liveness."""
+        """The running job's deadlines and renewal first, then parent liveness and the
+        monitor's periodic calls."""
+        self._tick_job()
         if self.parent_pid is not None and os.getppid() != self.parent_pid:
             self.stop.request("supervisor exited")
         if self.fetcher is not None:
@@ -263,8 +325,11 @@ class Monitor(threading.Thread):
             self.presence.maybe_publish()
         if self.crons is not None:
             self.crons.maybe_run()
+
+    def _tick_job(self) -> None:
+        """Deadlines and heartbeats for the running job."""
         running = self.current
-        if running is None or running.interrupted is not None:
+        if running is None or running.interrupted is not None or running.lost is not None:
             return
         if self.stop.requested and not self._announced:
             self._announced = True
@@ -300,11 +365,27 @@ class Monitor(threading.Thread):
             guard.poll(force=True)
             if not guard.safe:
                 # The renewal would take its expiry from the unsafe lease setting; the
-                # lock keeps the expiry of its last good renewal instead.
+                # lock keeps the expiry of its last good renewal instead (and the fence
+                # stops the job before it runs out).
                 return
         try:
-            running.job.heartbeat()
+            self._renew(running)
             self.heartbeats += 1
         except LockLostError as exc:
             if self.current is running:
                 self._lose(running, f"heartbeat refused: {exc.message}")
+
+    def _renew(self, running: RunningJob) -> None:
+        """One heartbeat on the monitor's connection; accepted, the fence moves on.
+
+        The new expiry counts from when the heartbeat was sent: Redis computed it from the
+        `now` it carried (the reply is truncated to whole seconds, which only errs early).
+        """
+        job = running.job
+        sent, sent_wall = time.monotonic(), self.client.now()
+        expires = int(self.client.run(commands.heartbeat(job.jid, self.client.worker_name)))
+        job.expires = expires
+        if running.fence is not None:
+            lease = self.fetcher.lease_guard.leases.get(job.queue_name) if self.fetcher else None
+            running.fence.renewed(sent, expires - sent_wall, lease)
+            self.fences.moved()

@@ -24,12 +24,13 @@ from . import current
 from .child_failures import ChildFailure
 from .databases import ConnectionHygiene
 from .failures import group_for, message_for, retried, truncate
-from .interrupt import Interrupter, JobInterrupted, ShutdownTimeout
+from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout
 from .isolation import Isolation
 from .late_slots import LateSlotGate
 from .monitor import Monitor
 from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
+from .state import RunningJob
 from .targets import NOTHING, JobTarget, Target, find_task
 from .task_advice import task_advice, task_alias, task_missing
 
@@ -84,11 +85,13 @@ class JobRunner:
         current.running(job.jid)
         try:
             ending = (Ending(0.0) if running.lost is not None
-                      else self._call(target, job, limit, isolated))
+                      else self._call(target, job, limit, isolated, running))
         finally:
             self.monitor.end()
             current.running(None)
         self.last_duration = ending.duration
+        # After `end()`, no fence can fire: a fenced job (or one whose lock was lost) is
+        # neither completed nor failed here, whatever its function did.
         if running.lost is not None:
             return self.reporter.lost(job, running.lost)
         outcome = self._settle(target, job, ending)
@@ -104,7 +107,8 @@ class JobRunner:
         except UnknownJobError as exc:
             return find_task(job) or exc
 
-    def _call(self, target: Target, job: Job, limit: float | None, isolated: bool) -> Ending:
+    def _call(self, target: Target, job: Job, limit: float | None, isolated: bool,
+              running: RunningJob) -> Ending:
         """Call the job function (here or in a child) with DB hygiene around it and
         interruptions armed."""
         self.databases.before_job()
@@ -114,6 +118,10 @@ class JobRunner:
             try:
                 # An isolated job's child enforces the soft limit; the parent only waits.
                 self.interrupter.arm(None if isolated else limit)
+                if running.lost is not None:
+                    # Lost (or fenced) before the arming: that interruption found nothing
+                    # to stop, so the job does not start.
+                    raise LockLost()
                 # Isolated: the child already checked the value it kept (`NOTHING`: none).
                 result = (self.isolation.call(target, job, limit) if isolated
                           else target.call(job))

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..core import Job
+from .fence import Fence
 
 
 @dataclass
@@ -27,6 +28,11 @@ class RunningJob:
     long: bool = False
     #: Set once jobs held behind it were given back (it ran longer than HOLD_LIMIT).
     held_released: bool = False
+    #: When the job is stopped unless its lease is renewed (see `fence`).
+    fence: Fence | None = None
+    #: Set by the job thread when the job ended (under the monitor's lock): a fence that
+    #: fires later leaves the job's outcome alone.
+    ended: bool = False
 
     def __post_init__(self) -> None:
         self.next_heartbeat = self.started + self.interval

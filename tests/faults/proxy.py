@@ -4,7 +4,8 @@ Modes (switch at any time with `set_mode`, or the helpers):
 
 - `pass`: bytes flow both ways as they come.
 - `latency`: each chunk is delivered `uniform(low, high)` seconds after it was read, in
-  order (a later chunk never overtakes an earlier one).
+  order (a later chunk never overtakes an earlier one). `delay_replies(seconds)` delays
+  only what Redis sends: commands run on time, their answers come late.
 - `blackhole`: connections are accepted and read, but nothing is forwarded either way and
   no new connection reaches Redis. Every connection open during a blackhole stays one
   after `heal()` (its bytes are gone, as when a firewall or NAT forgets the flow): only
@@ -78,6 +79,8 @@ class FaultProxy:
         self.stats = Stats()
         self.mode: Mode = "pass"
         self.latency = (0.0, 0.0)
+        #: The directions `latency` applies to.
+        self.delayed: frozenset[str] = BOTH
         self._rng = random.Random(seed)
         self._dropped: frozenset[str] = frozenset()
         self._links: dict[int, Link] = {}
@@ -125,10 +128,15 @@ class FaultProxy:
             for link in links:
                 self._close(link, rst=True)
 
-    def add_latency(self, low: float, high: float) -> None:
-        """Delay every chunk by `uniform(low, high)` seconds."""
+    def add_latency(self, low: float, high: float, directions: frozenset[str] = BOTH) -> None:
+        """Delay every chunk (of `directions`) by `uniform(low, high)` seconds."""
         self.latency = (low, high)
+        self.delayed = directions
         self.set_mode("latency")
+
+    def delay_replies(self, seconds: float) -> None:
+        """Deliver what Redis sends `seconds` late (commands go through on time)."""
+        self.add_latency(seconds, seconds, frozenset({"down"}))
 
     def blackhole(self, replies_only: bool = False) -> None:
         """Accept and read, forward nothing (or nothing from Redis to the client)."""
@@ -141,6 +149,7 @@ class FaultProxy:
     def heal(self) -> None:
         """Forward again (connections blackholed earlier stay black holes)."""
         self.latency = (0.0, 0.0)
+        self.delayed = BOTH
         self.set_mode("pass")
 
     def open_links(self) -> int:
@@ -217,7 +226,7 @@ class FaultProxy:
             if direction in link.blackholed:
                 self.stats.dropped += len(data)
                 continue
-            low, high = self.latency
+            low, high = self.latency if direction in self.delayed else (0.0, 0.0)
             due = time.monotonic() + (self._rng.uniform(low, high) if high else 0.0)
             last = max(last, due)  # in order: never before the previous chunk
             chunks.put((last, data))

@@ -3,7 +3,8 @@
 qless's wire contract lets any client store a lease (`heartbeat`, `<queue>-heartbeat`) of
 0 s or less, a negative grace period or concurrency cap; with a negative lease every lock
 is expired at once and several workers hold one job. The worker refuses to start on them,
-and a running worker stops popping (and renewing) until they are fixed.
+and a running worker stops popping (and renewing) until they are fixed; a job it is
+running meanwhile is fenced before its last good renewal runs out, and runs again after.
 """
 
 from __future__ import annotations
@@ -89,9 +90,17 @@ def test_a_running_worker_pauses_while_the_lease_is_unsafe(
     paused_after = time.monotonic() - planted
     waiting = put_jobs(client, 5, lambda n: {})
     expiries = set()
-    while (job := client.get_job(long_jid)) is not None and job.state == "running":
+
+    def aborted() -> ledger.Entry | None:
+        """The long job's run stopped by the fence (its lease ran out unrenewed)."""
+        job = client.get_job(long_jid)
+        assert job is not None
         expiries.add(job.expires)  # a renewal with the -5 s lease would move it back
-        time.sleep(0.05)
+        return next((entry for entry in ledger.read(fleet.ledger_dir)
+                     if entry.jid == long_jid and entry.event in ("abort", "end")), None)
+
+    # The 4 s job outlives its last good renewal (3 s lease): fenced before that expiry.
+    stopped = wait_for(aborted, 10, every=0.05, what="the long job's fence")
     long_job = client.get_job(long_jid)
     # The worker would pop within a poll interval of the long job's end; it must not.
     popped = settle(lambda: any(client.get_job(j).state != "waiting"  # type: ignore[union-attr]
@@ -102,15 +111,22 @@ def test_a_running_worker_pauses_while_the_lease_is_unsafe(
     wait_for(lambda: all(client.get_job(j).state == "complete"  # type: ignore[union-attr]
                          for j in waiting), 15, what="the jobs put while paused")
     resumed_after = time.monotonic() - fixed
+    # Its lock ran out meanwhile: qless hands it out again once the settings are safe.
+    wait_for(lambda: client.get_job(long_jid).state == "complete",  # type: ignore[union-attr]
+             20, what="the long job's second run")
     runs = ledger.starts(ledger.read(fleet.ledger_dir))
     report = audited(client, fleet)
     figures.update(paused_after=round(paused_after, 2), resumed_after=round(resumed_after, 2),
                    renewals_while_paused=len(expiries) - 1, long_job_runs=len(runs[long_jid]),
+                   fenced_before_expiry=round(float(min(expiries)) - stopped.t, 2),
                    popped_while_paused=popped, audit=report.clean)
     assert paused_after <= CHECK_INTERVAL + 1.0
-    assert long_job is not None and long_job.state == "complete"
-    assert len(runs[long_jid]) == 1
     assert len(expiries) == 1  # not renewed with the unsafe lease
+    # Stopped before its last good renewal ran out, and neither completed nor failed.
+    assert stopped.event == "abort"
+    assert stopped.t < float(min(expiries))
+    assert long_job is not None and long_job.state == "running"
+    assert len(runs[long_jid]) == 2
     assert not popped
     assert "lease settings fixed; popping again" in fleet.output()
     assert resumed_after <= CHECK_INTERVAL + 1.5

@@ -237,3 +237,40 @@ def process_facts(job: Job) -> dict[str, Any]:
     record(job, "facts")
     return {"pid": os.getpid(), "ppid": os.getppid(), "faulthandler": faulthandler.is_enabled()}
 
+
+
+#: What `worker.until_stopped` did, in this process: (event, detail, wall-clock time).
+#: Kept in memory: the fence tests cut the job's own connection to Redis.
+STOPS: list[tuple[str, str, float]] = []
+
+
+@qless_job(name="worker.until_stopped")
+def until_stopped(seconds: float = 30) -> None:
+    """Sleeps; records its start, and when and how it was stopped (or its end).
+
+    In short naps: run outside the main thread (as the fence tests run their worker), an
+    interruption lands between two bytecodes, not inside a sleep.
+    """
+    STOPS.append(("start", "", time.time()))
+    until = time.monotonic() + seconds
+    try:
+        while time.monotonic() < until:
+            time.sleep(0.01)
+    except BaseException as exc:
+        STOPS.append(("stopped", type(exc).__name__, time.time()))
+        raise
+    STOPS.append(("end", "", time.time()))
+
+
+@qless_job(name="worker.stubborn")
+def stubborn(seconds: float = 4) -> str:
+    """Naps `seconds` in all, swallowing every interruption (recorded in STOPS); returns."""
+    STOPS.append(("start", "", time.time()))
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            time.sleep(0.01)
+        except BaseException as exc:  # noqa: BLE001 - swallowing it is the point
+            STOPS.append(("stopped", type(exc).__name__, time.time()))
+    STOPS.append(("end", "", time.time()))
+    return "done"

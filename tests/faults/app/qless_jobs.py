@@ -54,3 +54,26 @@ def long_once(job: Job, seconds: float) -> None:
         ledger.record(job, "abort")
         raise
     ledger.record(job, "end")
+
+
+#: How often `faults.ticking` writes a `tick` (seconds): an execution stopped without a
+#: word (its process killed) ended at most this long after its last tick.
+TICK = 0.1
+
+
+@qless_job(name="faults.ticking", takes_job=True)
+def ticking(job: Job, seconds: float) -> None:
+    """Record the start, a `tick` every TICK seconds while running, then the end.
+
+    In short naps, so an interruption outside the main thread lands within a tick too.
+    """
+    ledger.record(job, "start")
+    until = time.monotonic() + seconds
+    try:
+        while time.monotonic() < until:
+            time.sleep(TICK)
+            ledger.record(job, "tick")
+    except BaseException:
+        ledger.record(job, "abort")
+        raise
+    ledger.record(job, "end")
