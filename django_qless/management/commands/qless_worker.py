@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import autoreload
 
 from ...conf import WORKER_OPTIONS
 from ...conf.worker_table import positive_int as positive_int  # qless_health's argparse types
@@ -17,6 +17,7 @@ from ...conf.worker_table import positive_seconds as positive_seconds
 from ...core import QlessError
 from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
+from ...worker.reloading import run_with_reloader
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -44,11 +45,9 @@ class Command(BaseCommand):
         if parsed["sync_recurring"]:
             _sync_recurring()
         if parsed["reload"]:
-            if settings.processes > 1:
-                raise CommandError("--reload runs one worker: leave out --processes")
-            autoreload.run_with_reloader(self._run, settings)
-            return
-        status = self._run(settings)
+            status = run_with_reloader(partial(self._run_reloaded, _one_process(settings, given)))
+        else:
+            status = self._run(settings)
         if status:
             raise CommandError(f"worker exited with status {status}", returncode=status)
 
@@ -62,6 +61,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except redis.ConnectionError as exc:
             raise CommandError(f"cannot reach Redis: {exc}") from exc
+
+    def _run_reloaded(self, settings: WorkerOptions, parent: int | None) -> int:
+        """One worker in --reload's child, stopping if the reloading parent dies."""
+        return self._run(settings.replace(parent_pid=parent))
 
     def _supervise(self, settings: WorkerOptions) -> int:
         """Fork `processes` workers and keep them running."""
@@ -80,6 +83,16 @@ def _given(parsed: Mapping[str, Any]) -> dict[str, Any]:
     """The `WorkerOptions` fields the command line gave (None where the setting applies)."""
     return {option.name: option.kind.given(parsed, option)
             for option in WORKER_OPTIONS if option.worker}
+
+
+def _one_process(settings: WorkerOptions, given: Mapping[str, Any]) -> WorkerOptions:
+    """--reload's single worker: refuse --processes, set PROCESSES aside (a production value)."""
+    if given.get("processes") not in (None, 1):
+        raise CommandError("--reload runs one worker: leave out --processes")
+    if settings.processes > 1:
+        logger.info("qless worker: --reload runs one worker process (PROCESSES = %s applies "
+                    "without --reload)", settings.processes)
+    return settings.replace(processes=1)
 
 
 def _sync_recurring() -> None:
