@@ -31,6 +31,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.utils import autoreload
 
+from ..management.early_signals import EARLY
 from .shutdown import FORCED_EXIT, GRACEFUL, SUPERVISOR_STOP
 
 logger = logging.getLogger("django_qless.worker")
@@ -67,12 +68,15 @@ class _Parent:
     def run(self) -> int:
         """Run children until one exits for another reason than a code change."""
         previous = {signum: signal.signal(signum, self._on_signal) for signum in GRACEFUL}
+        EARLY.hand_over(self.receive)  # a stop received during start-up: no child
         try:
-            while True:
+            while not self.signals:
                 status = self._run_child()
                 if status != RESTART or self.signals:
                     return abs(status)
                 logger.info("qless worker: code changed; restarting the worker")
+            logger.info("qless worker: stopped (signal %s) before starting", self.signame)
+            return 0
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -99,7 +103,11 @@ class _Parent:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         """Count the stop; the loop passes it on."""
-        self.signals += 1
+        self.receive(signum)
+
+    def receive(self, signum: int) -> None:
+        """Count a stop signal; SIGUSR2 stops too but never counts as a second one."""
+        self.signals = max(self.signals, 1) if signum == SUPERVISOR_STOP else self.signals + 1
         self.signame = signal.Signals(signum).name
 
 

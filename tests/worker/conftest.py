@@ -113,13 +113,14 @@ def in_thread(target: Callable[[], Any]) -> threading.Thread:
 class WorkerProcess:
     """`python -m django qless_worker ...` in a subprocess, its stderr in a file."""
 
-    def __init__(self, url: str, args: list[str], log: Path, *, sigint: Any = signal.SIG_DFL
-                 ) -> None:
+    def __init__(self, url: str, args: list[str], log: Path, *, sigint: Any = signal.SIG_DFL,
+                 env: dict[str, str] | None = None) -> None:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.workerapp.settings",
             "QLESS_TEST_URL": url,
             "PYTHONPATH": str(ROOT),
+            **(env or {}),
         }
         self.log = log
         self._stderr = log.open("wb")
@@ -167,10 +168,11 @@ def spawn(redis_server: RedisServer, tmp_path: Path) -> Iterator[Callable[..., W
     """Start worker subprocesses on the suite's redis-server; killed after the test."""
     started: list[WorkerProcess] = []
 
-    def start(*args: str, url: str | None = None, sigint: Any = signal.SIG_DFL
-              ) -> WorkerProcess:
+    def start(*args: str, url: str | None = None, sigint: Any = signal.SIG_DFL,
+              env: dict[str, str] | None = None) -> WorkerProcess:
         log = tmp_path / f"w{len(started)}.log"
-        process = WorkerProcess(url or redis_server.url, list(args), log, sigint=sigint)
+        process = WorkerProcess(url or redis_server.url, list(args), log, sigint=sigint,
+                                env=env)
         started.append(process)
         return process
 

@@ -18,6 +18,7 @@ from ...core import QlessError
 from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
 from ...worker.reloading import run_with_reloader
+from ..early_signals import EARLY
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -53,10 +54,15 @@ class Command(BaseCommand):
 
     def _run(self, settings: WorkerOptions) -> int:
         """Run the worker(s); configuration and connection problems become CommandErrors."""
+        if EARLY.stop_requested:
+            logger.info("qless worker: stopped (signal %s) before starting", EARLY.stop_requested)
+            return 0
         try:
             if settings.processes > 1:
                 return self._supervise(settings)
-            return Worker(settings).run()
+            worker = Worker(settings)
+            EARLY.hand_over(worker.handlers.receive)
+            return worker.run()
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         except redis.ConnectionError as exc:
@@ -76,7 +82,9 @@ class Command(BaseCommand):
 
         # Fail fast in the parent (bad queues, routing, Redis or clock) before forking.
         Worker(settings).check()
-        return Supervisor(settings.processes, run_child, restart=not settings.burst).run()
+        supervisor = Supervisor(settings.processes, run_child, restart=not settings.burst)
+        EARLY.hand_over(supervisor.receive)
+        return supervisor.run()
 
 
 def _given(parsed: Mapping[str, Any]) -> dict[str, Any]:
