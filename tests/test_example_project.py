@@ -318,7 +318,7 @@ def serve_and_stop(tmp_path: Path, marker: str, shell: str, stop: signal.Signals
         text = wait_until_running(run, log)
         assert f"Admin   http://127.0.0.1:{port}/admin/" in text
         assert "Login   admin / qless-demo" in text
-        assert "qless_worker --reload (restarts when code changes)" in text
+        assert "Worker  manage.py qless_worker --reload (restarts when code changes)" in text
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as page:
             assert page.status == 200
         url = (data_dir / "url").read_text().strip()
@@ -355,6 +355,30 @@ def test_run_py_serves_the_admin_and_ctrl_c_stops_everything(
     # The README's command with the example's defaults (two worker processes in settings).
     output = serve_and_stop(tmp_path, marker, "", signal.SIGINT)
     assert "Traceback" not in output
+    # The README shows what it printed, but for the ports and where its Redis lives.
+    printed = [line.replace(str(tmp_path / "redis"), "example_project/.redis")
+               for line in banner(output)]
+    assert without_ports(printed) == without_ports(readme_block("run-output"))
+
+
+def readme_block(name: str) -> list[str]:
+    """The lines of the fenced block that follows `<!-- name -->` in README.md."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index(f"<!-- {name} -->") + 2  # past the marker and the opening fence
+    return lines[start:lines.index("```", start)]
+
+
+def banner(output: str) -> list[str]:
+    """run.py's lines from "... is running" to "Press Ctrl-C ..."."""
+    lines = output.splitlines()
+    start = lines.index("django_qless example is running")
+    end = next(i for i, line in enumerate(lines) if line.startswith("Press Ctrl-C"))
+    return lines[start:end + 1]
+
+
+def without_ports(lines: list[str]) -> list[str]:
+    """The lines with every 127.0.0.1 port replaced by `PORT`."""
+    return [re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line) for line in lines]
 
 
 @pytest.mark.slow
