@@ -168,6 +168,11 @@ def open_pages(base: str, user: str, password: str, procs: Descendants) -> None:
         return
 
 
+def stopped(signum: int, frame: object) -> None:
+    """This script is stopped (CI's timeout): leave through `main`'s clean-up."""
+    raise SystemExit(f"first_run: stopped by {signal.Signals(signum).name}")
+
+
 def main(argv: list[str]) -> int:
     """Run the command, check it, Ctrl-C it, check that nothing is left."""
     if len(argv) != 1:
@@ -175,11 +180,29 @@ def main(argv: list[str]) -> int:
         return 2
     command = argv[0]
     say(f"+ {command}")
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGHUP, stopped)
     # Own session and process group: the group plays the terminal's foreground job.
     process = subprocess.Popen(  # noqa: S603 - the README's own command
-        ["bash", "-c", command],  # noqa: S607 - bash from PATH, as a terminal finds it cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        ["bash", "-c", command],  # noqa: S607 - bash from PATH, as a terminal finds it
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
     )
+    try:
+        return check(process)
+    finally:
+        # Whatever happened here (this script stopped or failed), nothing is left behind:
+        # SIGTERM lets run.py stop what it started.
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def check(process: subprocess.Popen[str]) -> int:
+    """Everything after the start: serve, pages, Ctrl-C, what is left; the exit status."""
     output = Output(process)
     procs = Descendants(process.pid)
     failures = []
