@@ -28,7 +28,6 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from django.core.management.base import CommandError
 from django.utils import autoreload
 
 from ..management.early_signals import EARLY
@@ -138,34 +137,10 @@ def _child(run: Callable[[int | None], int], parent: int) -> int:
                                name="qless-reloader", daemon=True)
     watcher.start()
     try:
-        # check_errors: a file that fails to import is watched too, so fixing it reloads.
-        status = autoreload.check_errors(run)(parent) or 0
-    except CommandError:
-        raise  # the worker's own refusal (configuration, Redis): as without --reload
-    except Exception:
-        if changed.is_set():
-            return RESTART
-        # The code does not load (a syntax error, a failing import): fixing it reloads.
-        logger.exception("qless worker: could not start; waiting for a code change")
-        return RESTART if _wait_for(changed) else 0
+        status = run(parent)
     finally:
         reloader.stop()
     return RESTART if changed.is_set() else status
-
-
-def _wait_for(changed: threading.Event) -> bool:
-    """Wait for a code change (True) or a stop signal (False)."""
-    stopped = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopped.set()
-
-    for signum in (*GRACEFUL, SUPERVISOR_STOP):
-        signal.signal(signum, on_signal)
-    while not changed.wait(TICK):
-        if stopped.is_set():
-            return False
-    return True
 
 
 def _die_with_parent(parent: int) -> bool:

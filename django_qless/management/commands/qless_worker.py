@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -47,8 +48,10 @@ class Command(BaseCommand):
             _sync_recurring()
         if parsed["reload"]:
             status = run_with_reloader(partial(self._run_reloaded, _one_process(settings, given)))
-        else:
-            status = self._run(settings)
+            # The status alone: the worker (in the child) has logged why, and a restart's 3
+            # is no error.
+            sys.exit(status or None)
+        status = self._run(settings)
         if status:
             raise CommandError(f"worker exited with status {status}", returncode=status)
 
