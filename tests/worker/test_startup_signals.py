@@ -46,8 +46,9 @@ def test_reloaded_child_stopped_while_its_job_modules_load_exits_cleanly(
     spawn: Spawn, tmp_path: Path,
 ) -> None:
     marker = tmp_path / "importing"
-    worker = spawn("q", "--reload", env={"QLESS_TEST_SLOW_IMPORT": str(marker)})
-    # The parent loaded them (3 s), then started its child, which is loading them now.
+    worker = spawn("q", "--reload", env={"QLESS_TEST_SLOW_IMPORT": str(marker),
+                                         "QLESS_TEST_SLOW_IMPORT_SECONDS": "6"})
+    # The parent loaded them (6 s), then started its child, which is loading them now.
     wait_for(lambda: len(importers(marker)) == 2, timeout=60, what="the child's import")
     worker.signal(signal.SIGTERM)  # passed on to the child as SIGUSR2
     assert worker.wait(timeout=60) == 0, worker.output()
