@@ -84,7 +84,7 @@ class _Parent:
         """Start one child and wait for it, passing stops on; its exit status."""
         env = {**os.environ, PARENT_ENV: str(os.getpid())}
         self.child = child = subprocess.Popen(  # noqa: S603 - this very command line again
-            autoreload.get_child_arguments(), env=env, close_fds=False,
+            autoreload.get_child_arguments(), env=env,
         )
         told = False
         while child.poll() is None:
