@@ -15,6 +15,10 @@ class DjangoQlessConfig(AppConfig):
 
     def ready(self) -> None:
         """Import checks and receivers, then every installed app's `qless_jobs` module."""
+        from .management.early_signals import install_for_worker_command  # noqa: PLC0415
+
+        # In a worker, first: a stop signal while the job modules load ends it cleanly.
+        install_for_worker_command()
         from . import checks, signal_handlers  # noqa: F401, PLC0415 - imported to register
         from .outbox import checks as outbox_checks  # noqa: F401, PLC0415 - registers it
         from .registry import autodiscover  # noqa: PLC0415 - needs the app registry ready

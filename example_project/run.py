@@ -162,8 +162,8 @@ def serve(args: argparse.Namespace, procs: Processes, url: str, data_dir: Path,
     say(f"  Admin   {base}/admin/")
     say(f"  Login   {USERNAME} / {PASSWORD}")
     say(f"  Redis   {url} ({where})")
-    say(f"  Worker  manage.py qless_worker --reload (restarts when code changes); its log: "
-        f"tail -f {shown(worker_log)}")
+    say("  Worker  manage.py qless_worker --reload (restarts when code changes)")
+    say(f"          its log: tail -f {shown(worker_log)}")
     say("Press Ctrl-C to stop the server, the worker" + (" and Redis." if redis else "."))
     say()
     while True:

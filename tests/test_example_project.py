@@ -26,6 +26,7 @@ import redis
 
 from django_qless.core import Client, Job
 from tests.redis_harness import RedisServer, free_port
+from tests.support import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
@@ -34,16 +35,27 @@ PURGE = "newsletter.qless_jobs.purge_old_exports"
 Manage = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def clean_environment(**extra: str) -> dict[str, str]:
-    """This process's environment without anything that configures the example, plus `extra`."""
+def newcomer_environment(**extra: str) -> dict[str, str]:
+    """This process's environment without anything that configures the example, plus `extra`.
+
+    What a newcomer's shell holds: no QLESS_*, DJANGO_* or DATABASE_URL, so the example's
+    own defaults apply.
+    """
     env = {
         key: value for key, value in os.environ.items()
         if not key.startswith(("QLESS_", "DJANGO_", "DATABASE_URL"))
     }
-    # Explicit values win over an example_project/.env a developer may have.
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", QLESS_IMMEDIATE="false",
-               QLESS_WORKER_PROCESSES="1", PYTHONUNBUFFERED="1", **extra)
+    # The tree under test, whichever django_qless is installed.
+    path = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(PYTHONUNBUFFERED="1", PYTHONPATH=path, **extra)
     return env
+
+
+def clean_environment(**extra: str) -> dict[str, str]:
+    """`newcomer_environment` for manage.py: its settings module, and `extra`."""
+    # Explicit values win over an example_project/.env a developer may have.
+    return newcomer_environment(DJANGO_SETTINGS_MODULE="config.settings",
+                                QLESS_IMMEDIATE="false", **extra)
 
 
 @pytest.fixture
@@ -188,7 +200,7 @@ def test_run_py_smoke_with_embedded_redis(tmp_path: Path) -> None:
     data_dir = tmp_path / "redis"
     result = subprocess.run(
         [sys.executable, str(EXAMPLE / "run.py"), "--smoke", "--data-dir", str(data_dir)],
-        env=clean_environment(), capture_output=True, text=True, timeout=110, check=False,
+        env=newcomer_environment(), capture_output=True, text=True, timeout=110, check=False,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
@@ -277,48 +289,103 @@ def marker() -> Iterator[str]:
         os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
-def test_run_py_serves_the_admin_and_ctrl_c_stops_everything(
-    tmp_path: Path, marker: str
-) -> None:
+def wait_until_running(run: subprocess.Popen[str], log: Path) -> str:
+    """run.py's output once it says the example is running (fails if it exits first)."""
+    deadline = time.monotonic() + 120
+    while "Press Ctrl-C to stop" not in log.read_text():  # the banner's last line
+        assert run.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    return log.read_text()
+
+
+def serve_and_stop(tmp_path: Path, marker: str, shell: str, stop: signal.Signals) -> str:
+    """Run `python example_project/run.py` (on a free port, its Redis in `tmp_path`) through
+    `bash -c`, after the `shell` commands, from the repository root in a newcomer's
+    environment; check that everything runs, stop it with `stop` and check that everything
+    is gone. Returns its output."""
     port = free_port()
     data_dir = tmp_path / "redis"
-    env = clean_environment(EXAMPLE_TEST_MARKER=marker,
-                            DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    env = newcomer_environment(EXAMPLE_TEST_MARKER=marker,
+                               DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     log = tmp_path / "run.log"
     with log.open("w") as out:
-        run = subprocess.Popen(
-            [sys.executable, str(EXAMPLE / "run.py"), "--port", str(port),
-             "--data-dir", str(data_dir)],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
+        command = (f"{shell}exec {sys.executable} example_project/run.py --port {port} "
+                   f"--data-dir {data_dir}")
+        run = subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, stdout=out,
+                               stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while "example is running" not in log.read_text():
-            assert run.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        text = log.read_text()
+        text = wait_until_running(run, log)
         assert f"Admin   http://127.0.0.1:{port}/admin/" in text
         assert "Login   admin / qless-demo" in text
-        assert "qless_worker --reload (restarts when code changes)" in text
+        assert "Worker  manage.py qless_worker --reload (restarts when code changes)" in text
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as page:
             assert page.status == 200
         url = (data_dir / "url").read_text().strip()
         assert url in text
         embedded = redis.Redis.from_url(url)
         assert embedded.ping()
+        # The worker runs the demo's jobs, as one process under --reload whatever the
+        # example's settings say.
+        worker_log = data_dir / "worker.log"
+        wait_for(lambda: "completed in" in worker_log.read_text(), timeout=60)
+        assert "--reload runs one worker process (PROCESSES = 2" in worker_log.read_text()
         # run.py, the worker and its reloaded child, runserver and its reloaded child
         # (redis-server rewrites its environment for its process title, so it is checked
         # through its port instead).
         assert len(processes_with(marker)) >= 5
     finally:
-        run.send_signal(signal.SIGINT)
+        run.send_signal(stop)
         run.wait(timeout=60)
-    assert run.returncode == 0, log.read_text()
-    assert "Stopped the embedded Redis" in log.read_text()
+    output = log.read_text()
+    assert run.returncode == 0, output
+    assert "Stopped the embedded Redis" in output
     assert processes_with(marker) == []
     with pytest.raises(redis.ConnectionError):
         embedded.ping()
     assert not (data_dir / "url").exists()
+    return output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_run_py_serves_the_admin_and_ctrl_c_stops_everything(
+    tmp_path: Path, marker: str
+) -> None:
+    # The README's command with the example's defaults (two worker processes in settings).
+    output = serve_and_stop(tmp_path, marker, "", signal.SIGINT)
+    assert "Traceback" not in output
+    # The README shows what it printed, but for the ports and where its Redis lives.
+    printed = [line.replace(str(tmp_path / "redis"), "example_project/.redis")
+               for line in banner(output)]
+    assert without_ports(printed) == without_ports(readme_block("run-output"))
+
+
+def readme_block(name: str) -> list[str]:
+    """The lines of the fenced block that follows `<!-- name -->` in README.md."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index(f"<!-- {name} -->") + 2  # past the marker and the opening fence
+    return lines[start:lines.index("```", start)]
+
+
+def banner(output: str) -> list[str]:
+    """run.py's lines from "... is running" to "Press Ctrl-C ..."."""
+    lines = output.splitlines()
+    start = lines.index("django_qless example is running")
+    end = next(i for i, line in enumerate(lines) if line.startswith("Press Ctrl-C"))
+    return lines[start:end + 1]
+
+
+def without_ports(lines: list[str]) -> list[str]:
+    """The lines with every 127.0.0.1 port replaced by `PORT`."""
+    return [re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line) for line in lines]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_run_py_started_with_sigint_ignored_serves_and_stops_on_sigterm(
+    tmp_path: Path, marker: str
+) -> None:
+    # A background job of a shell: SIGINT ignored, inherited by everything it starts.
+    output = serve_and_stop(tmp_path, marker, "trap '' INT; ", signal.SIGTERM)
+    assert "Traceback" not in output

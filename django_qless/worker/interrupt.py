@@ -5,7 +5,7 @@ time limit, `pthread_kill` from the monitor thread for the other reasons. A sign
 breaks blocking calls such as `time.sleep` or a socket read. The handler raises only while
 the job function is running ("armed"), so the worker's own Redis calls are never cut.
 
-Outside the main thread (`--reload` runs the worker in a thread) signals cannot be used;
+Outside the main thread (a `Worker` embedded in a thread) signals cannot be used;
 the exception is then set asynchronously (`PyThreadState_SetAsyncExc`) and takes effect at
 the next Python bytecode, so it does not break a blocking C call.
 

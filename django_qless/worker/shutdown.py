@@ -67,7 +67,14 @@ class SignalHandlers:
         self.installed = False
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        """First signal: graceful stop. Second: leave now, non-zero."""
+        """A stop signal: see `receive`."""
+        self.receive(signum)
+
+    def receive(self, signum: int) -> None:
+        """First signal: graceful stop. Second: leave now, non-zero. SIGUSR2: graceful."""
+        if signum == SUPERVISOR_STOP:
+            self.stop.request("signal SIGUSR2")
+            return
         self.stop.signals += 1
         if self.stop.signals == 1:
             self.stop.request(f"signal {signal.Signals(signum).name}")

@@ -212,6 +212,10 @@ class Supervisor:
         for slot in due:
             self._spawn(slot)
 
+    def receive(self, signum: int) -> None:
+        """A stop signal received before `run` (it then forks nothing)."""
+        self._on_signal(signum, None)
+
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         """Note the stop (SIGUSR2 is never counted); the loop passes it on."""
         self.stopping = True

@@ -20,7 +20,9 @@ PAGES = [
     ("/admin/django_qless/failure/default/g/imports-FeedFormatError/",
      "newsletter.qless_jobs.import_partner_feed"),
     ("/admin/django_qless/job/default/tracked/", "newsletter.qless_jobs.finish_issue"),
-    ("/admin/django_qless/job/default/tagged/?tag=issue:1", "newsletter.qless_jobs.render_issue"),
+    # Every issue's jobs: a served demo run again keeps its database (issue 1's jobs are
+    # in the previous run's Redis) and seeds new issues.
+    ("/admin/django_qless/job/default/tagged/?tag=issue", "newsletter.qless_jobs.render_issue"),
     ("/admin/django_qless/recurringjob/", "newsletter.qless_jobs.purge_old_exports"),
 ]
 

@@ -113,18 +113,23 @@ def in_thread(target: Callable[[], Any]) -> threading.Thread:
 class WorkerProcess:
     """`python -m django qless_worker ...` in a subprocess, its stderr in a file."""
 
-    def __init__(self, url: str, args: list[str], log: Path) -> None:
+    def __init__(self, url: str, args: list[str], log: Path, *, sigint: Any = signal.SIG_DFL,
+                 env: dict[str, str] | None = None) -> None:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.workerapp.settings",
             "QLESS_TEST_URL": url,
             "PYTHONPATH": str(ROOT),
+            **(env or {}),
         }
         self.log = log
         self._stderr = log.open("wb")
+        # SIGINT as `sigint` says, whatever this process inherited (restore_signals leaves
+        # it alone, and a test run started as a background job has it ignored).
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "django", "qless_worker", *args],
             cwd=ROOT, env=env, stdout=self._stderr, stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),  # noqa: PLW1509
         )
 
     def signal(self, signum: int) -> float:
@@ -163,9 +168,11 @@ def spawn(redis_server: RedisServer, tmp_path: Path) -> Iterator[Callable[..., W
     """Start worker subprocesses on the suite's redis-server; killed after the test."""
     started: list[WorkerProcess] = []
 
-    def start(*args: str, url: str | None = None) -> WorkerProcess:
+    def start(*args: str, url: str | None = None, sigint: Any = signal.SIG_DFL,
+              env: dict[str, str] | None = None) -> WorkerProcess:
         log = tmp_path / f"w{len(started)}.log"
-        process = WorkerProcess(url or redis_server.url, list(args), log)
+        process = WorkerProcess(url or redis_server.url, list(args), log, sigint=sigint,
+                                env=env)
         started.append(process)
         return process
 

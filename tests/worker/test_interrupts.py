@@ -196,7 +196,7 @@ def other_client(qless: Client) -> Client:
 def test_interruptions_work_outside_the_main_thread(
     qless: Client, put: Callable[..., str], ledger: Ledger,
 ) -> None:
-    # Under --reload the worker runs in a thread: no signals, but asynchronous exceptions,
+    # A worker run in a thread of its own: no signals, but asynchronous exceptions,
     # which land between two Python bytecodes (so these jobs sleep in short steps).
     from django_qless.worker import WorkerOptions  # noqa: PLC0415
 

@@ -19,6 +19,13 @@ from django_qless.retry import RetryPolicy
 
 LEDGER = "test:ledger"
 
+# A job module that takes a while to import (as one loading a heavy library does), for the
+# start-up signal tests: each process importing it appends its pid to the file named.
+if os.environ.get("QLESS_TEST_SLOW_IMPORT"):
+    with open(os.environ["QLESS_TEST_SLOW_IMPORT"], "a") as importing:  # noqa: PTH123
+        importing.write(f"{os.getpid()}\n")
+    time.sleep(float(os.environ.get("QLESS_TEST_SLOW_IMPORT_SECONDS", "3")))
+
 
 class HighRandom(random.Random):
     """Jitter that always picks the top of its range, so delays are predictable."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import autoreload
 
 from ...conf import WORKER_OPTIONS
 from ...conf.worker_table import positive_int as positive_int  # qless_health's argparse types
@@ -19,6 +20,8 @@ from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
 from ...worker.name_claim import check_free
 from ...worker.presence import TTL as PRESENCE_TTL
+from ...worker.reloading import run_with_reloader
+from ..early_signals import EARLY
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -46,24 +49,33 @@ class Command(BaseCommand):
         if parsed["sync_recurring"]:
             _sync_recurring()
         if parsed["reload"]:
-            if settings.processes > 1:
-                raise CommandError("--reload runs one worker: leave out --processes")
-            autoreload.run_with_reloader(self._run, settings)
-            return
+            status = run_with_reloader(partial(self._run_reloaded, _one_process(settings, given)))
+            # The status alone: the worker (in the child) has logged why, and a restart's 3
+            # is no error.
+            sys.exit(status or None)
         status = self._run(settings)
         if status:
             raise CommandError(f"worker exited with status {status}", returncode=status)
 
     def _run(self, settings: WorkerOptions) -> int:
         """Run the worker(s); configuration and connection problems become CommandErrors."""
+        if EARLY.stop_requested:
+            logger.info("qless worker: stopped (signal %s) before starting", EARLY.stop_requested)
+            return 0
         try:
             if settings.processes > 1:
                 return self._supervise(settings)
-            return Worker(settings).run()
+            worker = Worker(settings)
+            EARLY.hand_over(worker.handlers.receive)
+            return worker.run()
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         except redis.ConnectionError as exc:
             raise CommandError(f"cannot reach Redis: {exc}") from exc
+
+    def _run_reloaded(self, settings: WorkerOptions, parent: int | None) -> int:
+        """One worker in --reload's child, stopping if the reloading parent dies."""
+        return self._run(settings.replace(parent_pid=parent))
 
     def _supervise(self, settings: WorkerOptions) -> int:
         """Fork `processes` workers and keep them running."""
@@ -80,13 +92,25 @@ class Command(BaseCommand):
         if settings.name:
             for slot in range(settings.processes):
                 check_free(worker.client, f"{settings.name}-{slot}", PRESENCE_TTL)
-        return Supervisor(settings.processes, run_child, restart=not settings.burst).run()
+        supervisor = Supervisor(settings.processes, run_child, restart=not settings.burst)
+        EARLY.hand_over(supervisor.receive)
+        return supervisor.run()
 
 
 def _given(parsed: Mapping[str, Any]) -> dict[str, Any]:
     """The `WorkerOptions` fields the command line gave (None where the setting applies)."""
     return {option.name: option.kind.given(parsed, option)
             for option in WORKER_OPTIONS if option.worker}
+
+
+def _one_process(settings: WorkerOptions, given: Mapping[str, Any]) -> WorkerOptions:
+    """--reload's single worker: refuse --processes, set PROCESSES aside (a production value)."""
+    if given.get("processes") not in (None, 1):
+        raise CommandError("--reload runs one worker: leave out --processes")
+    if settings.processes > 1:
+        logger.info("qless worker: --reload runs one worker process (PROCESSES = %s applies "
+                    "without --reload)", settings.processes)
+    return settings.replace(processes=1)
 
 
 def _sync_recurring() -> None:
