@@ -16,15 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-for path in (BENCH, ROOT):  # e2e/ lives beside this file; tests/ (the Redis harness) at the root
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from e2e.io_systems import (  # noqa: E402
+from e2e.io_systems import (
     CHECKS,
     IO_SECONDS,
     KIND_TITLES,
@@ -34,21 +27,21 @@ from e2e.io_systems import (  # noqa: E402
     percent,
     supports_concurrency,
 )
-from e2e.report import Column, micros, number  # noqa: E402
-from e2e.session import Plan, options, run_sections  # noqa: E402
-from e2e.slow_http import SlowServer  # noqa: E402
-from e2e.systems import COMPETITOR_PACKAGES, OUR_PACKAGES, ensure_venv, venv_bin  # noqa: E402
+from e2e.report import DRAIN, DRAIN_START, P50, P99, REDIS_CPU, WORKER_CPU, Column, number
+from e2e.session import Plan, options, run_sections
+from e2e.slow_http import SlowServer
+from e2e.systems import COMPETITOR_PACKAGES, OUR_PACKAGES, ensure_venv, venv_bin
 
 COLUMNS: tuple[Column, ...] = (
     ("slots", lambda row: str(row.concurrency)),
-    ("jobs/s", lambda row: number(row.drain_rate)),
+    DRAIN,
     ("of ideal", lambda row: percent(row.ideal_fraction)),
-    ("jobs/s with start", lambda row: number(row.drain_wall_rate)),
+    DRAIN_START,
     ("RSS MB", lambda row: number(row.rss_mb)),
-    ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms)),
-    ("redis", lambda row: micros(row.redis_cpu_ms)),
-    ("pickup p50 ms", lambda row: number(row.p50_ms, 1)),
-    ("p99 ms", lambda row: number(row.p99_ms, 1)),
+    WORKER_CPU,
+    REDIS_CPU,
+    ("pickup " + P50[0], P50[1]),
+    P99,
 )
 
 

@@ -79,15 +79,23 @@ def number(value: float | None, digits: int = 0) -> str:
 #: A column of the table: its header and how a row's cell is written.
 Column = tuple[str, Callable[[Summary], str]]
 
+#: Columns more than one bench prints.
+DRAIN: Column = ("drain/s", lambda row: number(row.drain_rate))
+DRAIN_START: Column = ("drain+start/s", lambda row: number(row.drain_wall_rate))
+P50: Column = ("p50 ms", lambda row: number(row.p50_ms, 2))
+P99: Column = ("p99 ms", lambda row: number(row.p99_ms, 2))
+WORKER_CPU: Column = ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms))
+REDIS_CPU: Column = ("redis", lambda row: micros(row.redis_cpu_ms))
+
 WORKER_COLUMNS: tuple[Column, ...] = (
     ("put/s", lambda row: number(row.put_rate)),
-    ("drain/s", lambda row: number(row.drain_rate)),
-    ("drain+start/s", lambda row: number(row.drain_wall_rate)),
+    DRAIN,
+    DRAIN_START,
     ("put-while-draining/s", lambda row: number(row.live_rate)),
-    ("p50 ms", lambda row: number(row.p50_ms, 2)),
-    ("p99 ms", lambda row: number(row.p99_ms, 2)),
-    ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms)),
-    ("redis", lambda row: micros(row.redis_cpu_ms)),
+    P50,
+    P99,
+    WORKER_CPU,
+    REDIS_CPU,
     ("CPU µs/put client", lambda row: number(row.put_client_us)),
     ("redis", lambda row: number(row.put_redis_us)),
     ("bytes/queued job", lambda row: number(row.bytes_per_job)),
