@@ -26,6 +26,8 @@ FIRST = "bench:first"  # time.time() when the first job started (SET NX)
 LAST = "bench:last"  # time.time() when the latest job ended
 LATENCY = "bench:latency"  # one "start - put" float per latency job
 KEYS = (COUNT, FIRST, LAST, LATENCY)
+#: Connections one process may open to Redis, for the bench and the queues' own clients.
+MAX_CONNECTIONS = 1000
 #: How long every I/O job waits.
 IO_SECONDS = 0.05
 
@@ -41,7 +43,9 @@ def client() -> redis.Redis:
     global _client, _pid
     with _lock:
         if _client is None or _pid != os.getpid():
-            _client = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
+            # Room for every thread of a 200-thread pool (redis-py's default stops at 100).
+            _client = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"],
+                                           max_connections=MAX_CONNECTIONS)
             _pid = os.getpid()
         return _client
 

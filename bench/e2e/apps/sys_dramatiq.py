@@ -8,8 +8,12 @@ import dramatiq
 import jobbody
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware.asyncio import AsyncIO
+from redis import ConnectionPool
 
-broker = RedisBroker(url=os.environ["BENCH_REDIS_URL"])  # type: ignore[no-untyped-call,unused-ignore]
+# A pool with room for every worker thread: `--threads 200` outgrows redis-py's default of 100.
+pool = ConnectionPool.from_url(os.environ["BENCH_REDIS_URL"],
+                               max_connections=jobbody.MAX_CONNECTIONS)
+broker = RedisBroker(connection_pool=pool)  # type: ignore[no-untyped-call,unused-ignore]
 if os.environ.get("BENCH_IO_KIND"):  # async actors need it; the no-op bench runs without
     broker.add_middleware(AsyncIO())
 dramatiq.set_broker(broker)

@@ -6,8 +6,11 @@ import os
 
 import jobbody
 from huey import RedisHuey
+from redis import ConnectionPool
 
-huey = RedisHuey("bench", url=os.environ["BENCH_REDIS_URL"])
+# A pool with room for every worker thread: `-w 200` outgrows redis-py's default of 100.
+huey = RedisHuey("bench", connection_pool=ConnectionPool.from_url(
+    os.environ["BENCH_REDIS_URL"], max_connections=jobbody.MAX_CONNECTIONS))
 
 
 @huey.task()  # type: ignore[untyped-decorator]
