@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import platform
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -113,6 +114,8 @@ def run(plan: Plan, args: argparse.Namespace) -> int:
 
 def run_sections(sections: list[tuple[str, Plan]], args: argparse.Namespace) -> int:
     """`run` for several plans in turn on one redis-server, a titled report each."""
+    # SIGTERM unwinds like Ctrl-C, so the workers, the HTTP server and Redis are stopped.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     load_before = f"{os.getloadavg()[0]:.2f}"
     server = RedisServer(binary=args.redis_server or find_redis_server()).start()
     logs = Path(tempfile.mkdtemp(prefix="qless-e2e-"))
@@ -145,6 +148,11 @@ def run_sections(sections: list[tuple[str, Plan]], args: argparse.Namespace) -> 
         args.json.write_text(json.dumps({"header": header, "rows": rows_out, "targets": checks},
                                         indent=2), encoding="utf-8")
     return 1 if any(ok is False for _, ok in checks) else 0
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """Leave through SystemExit, running every `finally` that stops what the bench started."""
+    raise SystemExit(128 + signum)
 
 
 def describe(plan: Plan, args: argparse.Namespace) -> str:

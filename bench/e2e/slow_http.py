@@ -49,9 +49,9 @@ class SlowServer:
         try:
             await reader.readuntil(b"\r\n\r\n")
             await asyncio.sleep(self.delay)
+            self.requests += 1  # before the answer, so a client that has it sees the count
             writer.write(RESPONSE)
             await writer.drain()
-            self.requests += 1
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away: nothing to answer
         finally:

@@ -4,7 +4,9 @@ the configurations, the probe for --concurrency and the report's maths."""
 from __future__ import annotations
 
 import importlib.util
+import signal
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -20,6 +22,7 @@ if str(BENCH) not in sys.path:  # the benchmarks import their helpers as the pac
     sys.path.insert(0, str(BENCH))
 
 from e2e import io_systems  # noqa: E402
+from e2e.cpu import descendants, kill_if_same  # noqa: E402
 from e2e.io_systems import async_checks, sync_checks  # noqa: E402
 from e2e.measure import Result  # noqa: E402
 from e2e.report import Summary, same_concurrency, summarise  # noqa: E402
@@ -237,3 +240,52 @@ def test_async_targets_against_the_best_greenlet_pool() -> None:
     assert [ok for _, ok in async_checks([row("qless", 39.0, 2)], concurrency=False)] == [
         None, None]
 
+
+
+def alive(pid: int, started: str) -> bool:
+    """Whether the process that started at `started` still runs (not a zombie, not reused)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == started and fields[0] != "Z"
+
+
+def cmdline(pid: int) -> bytes:
+    """A process's argv, NUL-separated; empty once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+def test_sigterm_stops_everything_the_bench_started(tmp_path: Path) -> None:
+    """A bench stopped with SIGTERM mid-drain leaves no worker, Redis or other child behind."""
+    bench = subprocess.Popen(
+        [sys.executable, str(BENCH / "io_e2e.py"), "--only", "qless", "--kinds", "sleep",
+         "--jobs", "5000", "--samples", "1"],
+        cwd=BENCH.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    tree: list[tuple[int, str]] = []
+    try:
+        deadline = time.monotonic() + 180
+        # The drain's worker (`qless_worker bench ...`), not the `--help` probe before it.
+        while not any(b"qless_worker\0bench" in cmdline(pid) for pid, _ in tree):
+            assert bench.poll() is None and time.monotonic() < deadline, "no worker started"
+            time.sleep(0.2)
+            tree = descendants(bench.pid)
+        time.sleep(1.0)  # the supervisor forks its worker processes
+        tree = descendants(bench.pid)
+        bench.send_signal(signal.SIGTERM)
+        assert bench.wait(timeout=90) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while (left := [pid for pid, started in tree if alive(pid, started)]) and (
+                time.monotonic() < deadline):
+            time.sleep(0.2)
+        assert left == []
+    finally:
+        bench.kill()
+        bench.wait()
+        for pid, started in tree:
+            kill_if_same(pid, started)
