@@ -61,15 +61,16 @@ class Shape:
         return self.processes * self.per_process
 
 
+#: django_qless's environment (settings, paths) for asking its worker what it supports.
+QLESS_PROBE = System("qless", "", 0, sys.executable, qless_worker)
+
+
 def supports_concurrency(python: str = sys.executable) -> bool:
     """Whether the installed `qless_worker` takes `--concurrency` (its --help lists it)."""
     env = QLESS_PROBE.env("redis://127.0.0.1:1/0")
     result = subprocess.run([python, "-m", "django", "qless_worker", "--help"], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=120, check=True)
     return "--concurrency" in result.stdout
-
-
-QLESS_PROBE = System("qless", "", 0, sys.executable, qless_worker)
 
 
 def qless_shapes(concurrency: bool) -> list[Shape]:
