@@ -18,23 +18,26 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-for path in (BENCH, ROOT):  # e2e/ lives beside this file; tests/ (the Redis harness) at the root
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from e2e import tasks_systems  # noqa: E402
-from e2e.report import Column, drain_checks, micros, number, ratios  # noqa: E402
-from e2e.session import Plan, options, run  # noqa: E402
-from e2e.systems import ensure_venv, venv_bin  # noqa: E402
+from e2e import tasks_systems
+from e2e.report import (
+    DRAIN,
+    DRAIN_START,
+    REDIS_CPU,
+    WORKER_CPU,
+    Column,
+    drain_checks,
+    number,
+    ratios,
+)
+from e2e.session import Plan, options, run
+from e2e.systems import ensure_venv, venv_bin
 
 COLUMNS: tuple[Column, ...] = (
     ("enqueue/s", lambda row: number(row.put_rate)),
-    ("drain/s", lambda row: number(row.drain_rate)),
-    ("drain+start/s", lambda row: number(row.drain_wall_rate)),
-    ("CPU µs/task worker", lambda row: micros(row.worker_cpu_ms)),
-    ("redis", lambda row: micros(row.redis_cpu_ms)),
+    DRAIN,
+    DRAIN_START,
+    ("CPU µs/task worker", WORKER_CPU[1]),
+    REDIS_CPU,
 )
 FIGURES = (("enqueue", "put_rate"), ("drain", "drain_rate"), ("drain+start", "drain_wall_rate"))
 

@@ -14,22 +14,15 @@ of the project. Exit status 1 when django_qless misses a target.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-for path in (BENCH, ROOT):  # e2e/ lives beside this file; tests/ (the Redis harness) at the root
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from e2e.report import (  # noqa: E402
+from e2e.report import (
     Summary,
     best_ratios,
     ratios,
     verdict,
 )
-from e2e.session import Plan, options, run  # noqa: E402
-from e2e.systems import (  # noqa: E402
+from e2e.session import Plan, options, run
+from e2e.systems import (
     COMPETITOR_PACKAGES,
     OUR_PACKAGES,
     SYSTEMS,

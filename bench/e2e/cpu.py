@@ -15,6 +15,7 @@ from pathlib import Path
 import redis
 
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _stats() -> dict[int, list[str]]:
@@ -70,6 +71,16 @@ def tree_cpu(root: int) -> float | None:
     # utime stime cutime cstime: a reaped child's time moves into its parent's c* fields.
     ticks = sum(int(v) for pid in _tree(root, stats) for v in stats[pid][11:15])
     return ticks / TICKS
+
+
+def tree_rss(root: int) -> float | None:
+    """Resident megabytes of `root`'s live process tree, each process's RSS summed (pages a
+    fork shares are counted in every process that maps them, as `ps` and `top` show them)."""
+    if not Path("/proc").is_dir():
+        return None
+    stats = _stats()
+    pages = sum(int(stats[pid][21]) for pid in _tree(root, stats))
+    return pages * PAGE / 2**20
 
 
 def redis_cpu(client: redis.Redis) -> float:

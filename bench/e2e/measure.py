@@ -1,4 +1,5 @@
-"""The three scenarios, run against one system: pre-filled drain, put-while-draining, latency.
+"""The scenarios, run against one system: pre-filled drain, put-while-draining, latency, and
+pickup (latency of the jobs bench/io_e2e.py puts, on a worker started for it).
 
 Every job runs the same body (apps/jobbody.py): it counts itself with INCR and stamps the
 first start and the latest end, so the drain time is read from the jobs themselves and the
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from .cpu import CpuMark, Reaped, descendants, kill_if_same, redis_cpu
+from .cpu import CpuMark, Reaped, descendants, kill_if_same, redis_cpu, tree_rss
 from .systems import APPS, ROOT, System
 
 COUNT, FIRST, LAST, LATENCY = "bench:count", "bench:first", "bench:last", "bench:latency"
@@ -53,6 +54,10 @@ class Result:
     put_redis_us: float | None = None
     #: Redis memory a queued job takes (used_memory growth over the pre-fill / jobs).
     bytes_per_job: float | None = None
+    #: Resident megabytes of the worker's process tree half-way through the drain.
+    rss_mb: float | None = None
+    #: drain_rate over the system's ideal rate, where it has one (bench/io_e2e.py).
+    ideal_fraction: float | None = None
     latencies: list[float] = field(default_factory=list)
     duplicates: int = 0
     errors: list[str] = field(default_factory=list)
@@ -68,10 +73,12 @@ class Bench:
     samples: int
     spacing: float
     logs: Path
+    #: Added to the system's environment (bench/io_e2e.py: the job kind).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.redis = redis.Redis.from_url(self.url)
-        self.env = self.system.env(self.url)
+        self.env = {**self.system.env(self.url), **self.extra_env}
 
     # Scenarios.
 
@@ -110,6 +117,9 @@ class Bench:
             self.wait_count(1, reaped, exits=self.system.has_burst)
             start = CpuMark.take(reaped, self.redis)
             counted = self.count()
+            # Half-way, every slot is busy and no burst worker has begun to exit.
+            self.wait_count(max(counted, self.jobs // 2), reaped, exits=self.system.has_burst)
+            result.rss_mb = tree_rss(worker.pid) if reaped.alive() else None
             self.wait_count(self.jobs, reaped, exits=self.system.has_burst)
             end = CpuMark.take(reaped, self.redis)
             ran = self.count() - counted
@@ -119,6 +129,8 @@ class Bench:
             first, last = self.stamps()
             result.drain_rate = self.jobs / (last - first)
             result.drain_wall_rate = self.jobs / (last - spawned)
+            if self.system.ideal_rate:
+                result.ideal_fraction = result.drain_rate / self.system.ideal_rate
             if self.system.has_burst:
                 self.wait_exit(worker)
         finally:
@@ -138,12 +150,27 @@ class Bench:
             started = finish(producer)["started"]  # the first put, after the imports
             result.live_rate = self.jobs / (self.stamps()[1] - started)
             result.duplicates += self.count() - self.jobs
-            time.sleep(1.0)  # idle from here on
-            self.run_driver("latency", str(self.samples), str(self.spacing))
-            self.wait_latencies(worker)
-            result.latencies += [float(v) for v in self.redis.lrange(LATENCY, 0, -1)]
+            self.sample_latency(worker, result)
         finally:
             stop(worker)
+
+    def pickup(self, result: Result) -> None:
+        """A worker started for it, warm (one job run): put-to-start latency of spaced jobs."""
+        self.clear()
+        worker = self.spawn_worker(burst=False, tag="pickup")
+        try:
+            self.put(1)
+            self.wait_count(1, Reaped(worker))
+            self.sample_latency(worker, result)
+        finally:
+            stop(worker)
+
+    def sample_latency(self, worker: subprocess.Popen[str], result: Result) -> None:
+        """Let the worker go idle, then put the latency jobs `spacing` apart and collect them."""
+        time.sleep(1.0)  # idle from here on
+        self.run_driver("latency", str(self.samples), str(self.spacing))
+        self.wait_latencies(worker)
+        result.latencies += [float(v) for v in self.redis.lrange(LATENCY, 0, -1)]
 
     # Helpers.
 

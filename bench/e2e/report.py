@@ -37,9 +37,14 @@ class Summary:
     bytes_per_job: float | None = None
     #: The system this configuration runs (huey in threads or processes: "huey").
     peer: str = ""
+    #: Jobs the configuration runs at once (0: not stated); worker RSS; share of the ideal.
+    concurrency: int = 0
+    rss_mb: float | None = None
+    ideal_fraction: float | None = None
 
 
-def summarise(system: str, label: str, results: list[Result], peer: str = "") -> Summary:
+def summarise(system: str, label: str, results: list[Result], peer: str = "",
+              concurrency: int = 0) -> Summary:
     """Fold the rounds of one system into one row."""
     latencies = [value for result in results for value in result.latencies]
     return Summary(
@@ -60,6 +65,9 @@ def summarise(system: str, label: str, results: list[Result], peer: str = "") ->
         duplicates=sum(r.duplicates for r in results),
         errors=[error for r in results for error in r.errors],
         peer=peer or system,
+        concurrency=concurrency,
+        rss_mb=median([r.rss_mb for r in results]),
+        ideal_fraction=median([r.ideal_fraction for r in results]),
     )
 
 
@@ -71,15 +79,23 @@ def number(value: float | None, digits: int = 0) -> str:
 #: A column of the table: its header and how a row's cell is written.
 Column = tuple[str, Callable[[Summary], str]]
 
+#: Columns more than one bench prints.
+DRAIN: Column = ("drain/s", lambda row: number(row.drain_rate))
+DRAIN_START: Column = ("drain+start/s", lambda row: number(row.drain_wall_rate))
+P50: Column = ("p50 ms", lambda row: number(row.p50_ms, 2))
+P99: Column = ("p99 ms", lambda row: number(row.p99_ms, 2))
+WORKER_CPU: Column = ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms))
+REDIS_CPU: Column = ("redis", lambda row: micros(row.redis_cpu_ms))
+
 WORKER_COLUMNS: tuple[Column, ...] = (
     ("put/s", lambda row: number(row.put_rate)),
-    ("drain/s", lambda row: number(row.drain_rate)),
-    ("drain+start/s", lambda row: number(row.drain_wall_rate)),
+    DRAIN,
+    DRAIN_START,
     ("put-while-draining/s", lambda row: number(row.live_rate)),
-    ("p50 ms", lambda row: number(row.p50_ms, 2)),
-    ("p99 ms", lambda row: number(row.p99_ms, 2)),
-    ("CPU µs/job worker", lambda row: micros(row.worker_cpu_ms)),
-    ("redis", lambda row: micros(row.redis_cpu_ms)),
+    P50,
+    P99,
+    WORKER_CPU,
+    REDIS_CPU,
     ("CPU µs/put client", lambda row: number(row.put_client_us)),
     ("redis", lambda row: number(row.put_redis_us)),
     ("bytes/queued job", lambda row: number(row.bytes_per_job)),
@@ -106,7 +122,8 @@ def micros(milliseconds: float | None) -> str:
     return "-" if milliseconds is None else f"{milliseconds * 1000:,.0f}"
 
 
-def _ratio(ours: float | None, theirs: float | None) -> float | None:
+def ratio_of(ours: float | None, theirs: float | None) -> float | None:
+    """ours / theirs, None when either is not measured or theirs is 0."""
     if ours is None or theirs is None or theirs == 0:
         return None
     return ours / theirs
@@ -127,10 +144,28 @@ def ratios(rows: list[Summary], ours_name: str = "qless",
     for row in rows:
         if (row.peer or row.system) == ours_name:  # ours, in any configuration
             continue
-        compared = (f"{name} {_x(_ratio(getattr(ours, attr), getattr(row, attr)))}"
+        compared = (f"{name} {times(ratio_of(getattr(ours, attr), getattr(row, attr)))}"
                     for name, attr in figures)
         lines.append(f"  vs {row.label}: {', '.join(compared)}")
     return "\n".join(lines)
+
+
+def same_concurrency(rows: list[Summary], ours_name: str = "qless") -> str:
+    """Each configuration of django_qless divided by every peer's with as many slots (jobs/s)."""
+    lines = []
+    for ours in rows:
+        if (ours.peer or ours.system) != ours_name or not ours.concurrency:
+            continue
+        others = [row for row in rows if (row.peer or row.system) != ours_name
+                  and row.concurrency == ours.concurrency]
+        compared = (f"{row.label} {times(ratio_of(ours.drain_rate, row.drain_rate))}"
+                    for row in others)
+        lines.append(f"  {ours.label}: vs " + (", ".join(compared) or "no peer with "
+                                               f"{ours.concurrency} slots"))
+    if not lines:
+        return ""
+    return "\n".join(["django_qless / each peer at the same total concurrency (jobs/s):",
+                      *lines])
 
 
 def best_ratios(rows: list[Summary], ours_name: str = "qless",
@@ -164,9 +199,9 @@ def _best_vs_best(ours: list[Summary], theirs: list[Summary],
         if mine is None or best is None:
             parts.append(f"{name} -")
             continue
-        ratio = _ratio(getattr(mine, attr), getattr(best, attr))
+        ratio = ratio_of(getattr(mine, attr), getattr(best, attr))
         who = best.label if len(ours) == 1 else f"{mine.label} / {best.label}"
-        parts.append(f"{name} {_x(ratio)} (best: {who})")
+        parts.append(f"{name} {times(ratio)} (best: {who})")
     return ", ".join(parts)
 
 
@@ -176,7 +211,8 @@ def _best(rows: list[Summary], attr: str) -> Summary | None:
     return max(measured, key=lambda row: getattr(row, attr), default=None)
 
 
-def _x(value: float | None) -> str:
+def times(value: float | None) -> str:
+    """A ratio as 1.23x, "-" when not measured."""
     return "-" if value is None else f"{value:.2f}x"
 
 
@@ -190,8 +226,8 @@ def drain_checks(rows: list[Summary], ours_name: str,
     checks: list[tuple[str, bool | None]] = []
     for name, minimum in minimums:
         other = by_name.get(name)
-        ratio = _ratio(ours.drain_rate, other.drain_rate) if other else None
-        checks.append((f"drain >= {minimum:.1f}x {name} ({_x(ratio)})",
+        ratio = ratio_of(ours.drain_rate, other.drain_rate) if other else None
+        checks.append((f"drain >= {minimum:.1f}x {name} ({times(ratio)})",
                        None if ratio is None else ratio >= minimum))
     return checks
 

@@ -23,6 +23,10 @@ OUR_PACKAGES = ("django_qless", "Django", "redis", "hiredis")
 COMPETITOR_PACKAGES = ("rq", "huey", "celery", "kombu", "dramatiq", "redis", "hiredis")
 
 
+#: argv of a worker for (url, burst).
+WorkerArgv = Callable[[str, bool], list[str]]
+
+
 class Reset(Protocol):
     """Empties a system's own store before a scenario (beyond its Redis database)."""
 
@@ -40,7 +44,7 @@ class System:
     db: int
     python: str
     #: argv of the worker for (url, burst); burst is only asked for when `has_burst`.
-    worker: Callable[[str, bool], list[str]]
+    worker: WorkerArgv
     has_burst: bool = False
     #: Django settings of the worker and the driver (the Django-based systems read them).
     settings: str = "qless_bench.settings"
@@ -50,6 +54,10 @@ class System:
     reset: Reset | None = None
     #: The system this is a configuration of (empty: its own name), for best-of ratios.
     peer: str = ""
+    #: Jobs it can run at once in all its processes (0: not stated), and the drain rate that
+    #: would give with jobs of a known length (None: no ideal), for bench/io_e2e.py.
+    concurrency: int = 0
+    ideal_rate: float | None = None
 
     @property
     def driver_module(self) -> str:
@@ -73,10 +81,13 @@ def venv_bin(name: str, venv: Path = VENV) -> str:
     return str(venv / "bin" / name)
 
 
-def qless_worker(url: str, burst: bool, processes: int = 2) -> list[str]:
-    """`qless_worker` on the bench queue, 2 processes, in the project's environment."""
+def qless_worker(url: str, burst: bool, processes: int = 2, concurrency: int = 0) -> list[str]:
+    """`qless_worker` on the bench queue, 2 processes, in the project's environment
+    (`--concurrency` only when asked for: workers without it refuse the option)."""
     argv = [sys.executable, "-m", "django", "qless_worker", "bench", "--processes",
             str(processes), "--verbosity", "0"]
+    if concurrency:
+        argv += ["--concurrency", str(concurrency)]
     return [*argv, "--burst"] if burst else argv
 
 
@@ -86,33 +97,34 @@ def _rq(url: str, burst: bool) -> list[str]:
     return [*argv, "--burst"] if burst else argv
 
 
-def _rq_pool(url: str, burst: bool) -> list[str]:
-    argv = [venv_bin("rq"), "worker-pool", "-n", "2", "--url", url, "--quiet", "bench"]
+def rq_pool(url: str, burst: bool, processes: int = 2) -> list[str]:
+    """`rq worker-pool` with `processes` workers (each forks a work horse per job)."""
+    argv = [venv_bin("rq"), "worker-pool", "-n", str(processes), "--url", url, "--quiet",
+            "bench"]
     return [*argv, "--burst"] if burst else argv
 
 
-def _huey(url: str, burst: bool) -> list[str]:
-    return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", "2", "-k", "thread", "-q"]
+def huey(url: str, burst: bool, workers: int = 2, kind: str = "thread") -> list[str]:
+    """`huey_consumer -k kind -w workers`; greenlets through a launcher that patches first."""
+    consumer = ([venv_bin("python"), str(APPS / "huey_greenlet.py")] if kind == "greenlet"
+                else [venv_bin("huey_consumer")])
+    return [*consumer, "sys_huey.huey", "-w", str(workers), "-k", kind, "-q"]
 
 
-def _huey_processes(url: str, burst: bool, processes: int = 2) -> list[str]:
-    return [venv_bin("huey_consumer"), "sys_huey.huey", "-w", str(processes), "-k", "process",
-            "-q"]
-
-
-def _celery(url: str, burst: bool) -> list[str]:
-    return [venv_bin("celery"), "-A", "sys_celery", "worker", "-P", "prefork", "-c", "2",
-            "-l", "WARNING"]
+def celery(url: str, burst: bool, pool: str = "prefork", concurrency: int = 2) -> list[str]:
+    """`celery worker -P pool -c concurrency`, no result backend."""
+    return [venv_bin("celery"), "-A", "sys_celery", "worker", "-P", pool, "-c",
+            str(concurrency), "-l", "WARNING"]
 
 
 def _dramatiq(url: str, burst: bool) -> list[str]:
     return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", "2", "--threads", "1"]
 
 
-def _dramatiq_threads(url: str, burst: bool, processes: int = 2) -> list[str]:
+def dramatiq_threads(url: str, burst: bool, processes: int = 2, threads: int = 8) -> list[str]:
     """dramatiq's default of 8 threads per process (its prefetch follows the thread count)."""
     return [venv_bin("dramatiq"), "sys_dramatiq", "--processes", str(processes), "--threads",
-            "8"]
+            str(threads)]
 
 
 SYSTEMS: dict[str, System] = {
@@ -121,26 +133,26 @@ SYSTEMS: dict[str, System] = {
         System("qless", "django_qless (2 processes)", 1, sys.executable, qless_worker,
                has_burst=True),
         System("rq", "RQ SimpleWorker (1 process)", 2, venv_bin("python"), _rq, has_burst=True),
-        System("huey", "huey RedisHuey (2 threads)", 3, venv_bin("python"), _huey),
-        System("celery", "Celery prefork (concurrency 2)", 4, venv_bin("python"), _celery),
+        System("huey", "huey RedisHuey (2 threads)", 3, venv_bin("python"), huey),
+        System("celery", "Celery prefork (concurrency 2)", 4, venv_bin("python"), celery),
         System("dramatiq", "dramatiq (2 processes x 1 thread)", 5, venv_bin("python"),
                _dramatiq),
         # Each peer at its best as well as at two workers: the ratios compare both.
-        System("rq_pool", "RQ worker-pool (2 processes)", 6, venv_bin("python"), _rq_pool,
+        System("rq_pool", "RQ worker-pool (2 processes)", 6, venv_bin("python"), rq_pool,
                has_burst=True, driver="sys_rq", peer="rq"),
         System("huey_processes", "huey RedisHuey (2 processes)", 7, venv_bin("python"),
-               _huey_processes, driver="sys_huey", peer="huey"),
+               partial(huey, kind="process"), driver="sys_huey", peer="huey"),
         System("dramatiq_threads", "dramatiq (2 processes x 8 threads)", 8, venv_bin("python"),
-               _dramatiq_threads, driver="sys_dramatiq", peer="dramatiq"),
+               dramatiq_threads, driver="sys_dramatiq", peer="dramatiq"),
         # Two processes leave a core idle part of the time on 2 cores (each waits on its job's
         # round trip): every queue drains faster with 4, so "at its best" tries 4 as well.
         System("qless_processes_4", "django_qless (4 processes)", 9, sys.executable,
                partial(qless_worker, processes=4), has_burst=True, driver="sys_qless",
                peer="qless"),
         System("huey_processes_4", "huey RedisHuey (4 processes)", 10, venv_bin("python"),
-               partial(_huey_processes, processes=4), driver="sys_huey", peer="huey"),
+               partial(huey, workers=4, kind="process"), driver="sys_huey", peer="huey"),
         System("dramatiq_processes_4", "dramatiq (4 processes x 8 threads)", 11,
-               venv_bin("python"), partial(_dramatiq_threads, processes=4), driver="sys_dramatiq",
+               venv_bin("python"), partial(dramatiq_threads, processes=4), driver="sys_dramatiq",
                peer="dramatiq"),
     )
 }

@@ -27,6 +27,12 @@ def latency(put_at: float) -> None:
     jobbody.latency(put_at)
 
 
+@app.task(name="bench.io")  # type: ignore[untyped-decorator]
+def io(kind: str, put_at: float) -> None:
+    """One I/O job of bench/io_e2e.py (no async tasks in Celery: see jobbody.run_io)."""
+    jobbody.run_io(kind, put_at)
+
+
 def put_noop() -> None:
     """Enqueue one no-op job."""
     noop.delay()
@@ -35,3 +41,8 @@ def put_noop() -> None:
 def put_latency(put_at: float) -> None:
     """Enqueue one latency job."""
     latency.delay(put_at)
+
+
+def put_io(kind: str, put_at: float) -> None:
+    """Enqueue one I/O job."""
+    io.delay(kind, put_at)

@@ -36,3 +36,10 @@ def put_noop() -> None:
 def put_latency(put_at: float) -> None:
     """Enqueue one latency job."""
     queue().enqueue(latency, put_at)
+
+
+def put_io(kind: str, put_at: float) -> None:
+    """Enqueue one I/O job; RQ runs a coroutine function's result on an event loop of its own."""
+    enqueue = queue().enqueue
+    jobbody.put_io(kind, put_at, lambda at: enqueue(jobbody.io_async, at),
+                   lambda name, at: enqueue(jobbody.run_io, name, at))
