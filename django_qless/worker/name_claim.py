@@ -10,6 +10,7 @@ reloaded, then restarted) or this very pid (a restarted container).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -19,6 +20,9 @@ import redis
 from ..core import Client, keys
 from ..core.presence import Presence, add_publication, text
 from ..exceptions import QlessConfigurationError
+
+
+logger = logging.getLogger("django_qless.worker")
 
 
 class WorkerNameInUseError(QlessConfigurationError):
@@ -42,6 +46,13 @@ def claim(client: Client, presence: Presence, ttl: float) -> None:
                 return
             except redis.WatchError:
                 continue  # the name was published meanwhile: look again
+            except redis.ResponseError as exc:
+                # Refused as a whole (above maxmemory, say): the name was free when read,
+                # and the presence is only a report, published again by the monitor; a
+                # worker must still start and wait the condition out as its pops do.
+                logger.info("qless worker %s: first presence not published (%s)",
+                            presence.name, exc)
+                return
 
 
 def check_free(client: Client, name: str, ttl: float) -> None:
