@@ -1,0 +1,170 @@
+"""`qless_worker --concurrency N`: N jobs at once per process, every guarantee kept per job.
+
+Real worker subprocesses on the suite's redis-server, as in `test_shutdown`.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from django_qless.core import Client
+from django_qless.core.presence import listed
+from tests.support import wait_for
+
+from .conftest import WorkerProcess, job_state
+
+Ledger = Callable[[], list[dict[str, Any]]]
+Spawn = Callable[..., WorkerProcess]
+Put = Callable[..., str]
+
+
+def events(ledger: Ledger, event: str) -> dict[str, dict[str, Any]]:
+    """The ledger's entries of one kind, by jid."""
+    return {entry["jid"]: entry for entry in ledger() if entry["event"] == event}
+
+
+def all_state(qless: Client, jids: list[str], state: str) -> bool:
+    """True once every job is in `state`."""
+    return all(job_state(qless, jid) == state for jid in jids)
+
+
+@pytest.mark.parametrize("klass", ["worker.nap", "worker.anap"])
+def test_n_jobs_really_overlap(qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+                               klass: str) -> None:
+    jids = [put(klass, 1.0) for _ in range(8)]
+    worker = spawn("q", "--concurrency", "8", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    assert all_state(qless, jids, "complete"), worker.output()
+    starts, ends = events(ledger, "start"), events(ledger, "end")
+    assert set(starts) == set(ends) == set(jids)
+    # Serially they would take 8 s; at once, all start before the first one ends.
+    assert max(s["t"] for s in starts.values()) < min(e["t"] for e in ends.values())
+    assert max(e["t"] for e in ends.values()) - min(s["t"] for s in starts.values()) < 4.0
+    assert len({entry["pid"] for entry in starts.values()}) == 1  # one process
+
+
+def test_never_more_than_n_at_once_sync_and_async_together(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.nap" if i % 2 else "worker.anap", 0.5) for i in range(12)]
+    worker = spawn("q", "--concurrency", "4", "--burst")
+    assert worker.wait(60) == 0, worker.output()
+    assert all_state(qless, jids, "complete"), worker.output()
+    moments = sorted([(e["t"], 1) for e in events(ledger, "start").values()]
+                     + [(e["t"], -1) for e in events(ledger, "end").values()],
+                     key=lambda item: (item[0], item[1]))
+    running, most = 0, 0
+    for _, step in moments:
+        running += step
+        most = max(most, running)
+    assert most == 4  # both kinds share the 4 slots, and fill them
+
+
+@pytest.mark.parametrize("klass", ["worker.nap", "worker.anap"])
+def test_a_canceled_job_stops_alone_and_the_others_complete(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, klass: str,
+) -> None:
+    victim = put(klass, 30)
+    others = [put(klass, 2.0) for _ in range(3)]
+    worker = spawn("q", "--concurrency", "4")
+    wait_for(lambda: len(events(ledger, "start")) == 4, timeout=15)
+    qless.cancel(victim)  # the admin's cancel: qless publishes `canceled` to the worker
+    wait_for(lambda: victim in events(ledger, "stopped"), timeout=10)
+    assert events(ledger, "stopped")[victim]["how"] in ("LockLost", "CancelledError")
+    wait_for(lambda: all_state(qless, others, "complete"), timeout=15)
+    assert not set(others) & set(events(ledger, "stopped"))
+    assert qless.get_job(victim) is None  # canceled, and nothing written back for it
+    assert f"job {victim} stopped, its result discarded" in worker.output()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+
+
+@pytest.mark.parametrize("klass", ["worker.nap_limited", "worker.anap_limited"])
+def test_a_time_limit_stops_its_job_alone(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, klass: str,
+) -> None:
+    limited = put(klass, 30)
+    others = [put("worker.nap", 2.0), put("worker.anap", 2.0)]
+    worker = spawn("q", "--concurrency", "3", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    job = qless.get_job(limited)
+    assert job is not None and job.state == "failed"
+    assert job.failure is not None and job.failure.group == "q-TimeLimitExceeded"
+    stopped = events(ledger, "stopped")[limited]
+    assert stopped["t"] - events(ledger, "start")[limited]["t"] < 3.0
+    assert all_state(qless, others, "complete")
+
+
+def test_sigterm_waits_for_the_running_jobs_then_hands_back_the_rest(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    short = [put("worker.nap", 1.0), put("worker.anap", 1.0)]
+    long = [put("worker.nap", 60, retries=3), put("worker.anap", 60, retries=3)]
+    waiting = put("worker.noop")
+    worker = spawn("q", "--concurrency", "4", "--shutdown-timeout", "2")
+    wait_for(lambda: len(events(ledger, "start")) == 4, timeout=15)
+    sent_at = worker.signal(signal.SIGTERM)
+    assert worker.wait(20) == 0, worker.output()
+    assert 2.0 <= time.monotonic() - sent_at < 10.0
+    assert all_state(qless, short, "complete")
+    for jid in long:
+        job = qless.get_job(jid)
+        assert job is not None and job.state == "waiting", worker.output()
+        assert job.remaining == 3
+        assert "handed-back" in [entry.what for entry in job.history]
+    assert job_state(qless, waiting) == "waiting"  # never popped after the signal
+
+
+def test_max_jobs_counts_per_process_and_stops_after_draining(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.nap", 0.3) for _ in range(10)]
+    worker = spawn("q", "--concurrency", "4", "--max-jobs", "6")
+    assert worker.wait(30) == 0, worker.output()
+    done = [jid for jid in jids if job_state(qless, jid) == "complete"]
+    assert len(done) == 6
+    assert len(events(ledger, "start")) == 6  # none started and left behind
+
+
+def test_presence_lists_every_running_job(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = {put("worker.nap", 30), put("worker.anap", 30), put("worker.nap", 30)}
+    worker = spawn("q", "--concurrency", "3")
+    wait_for(lambda: len(events(ledger, "start")) == 3, timeout=15)
+
+    def shown() -> set[str]:
+        return {job.jid for entry in listed(qless) if entry.presence is not None
+                for job in entry.presence.running}
+
+    wait_for(lambda: shown() == jids, timeout=15)
+    worker.signal(signal.SIGTERM)
+    worker.signal(signal.SIGTERM)
+
+
+@pytest.mark.parametrize("options", [
+    {"concurrency": 4, "isolation": "process"},
+])
+def test_concurrency_with_process_isolation_is_refused_at_start(options: dict[str, Any]
+                                                                ) -> None:
+    with pytest.raises(CommandError, match="--isolation process.*--concurrency"):
+        call_command("qless_worker", "q", burst=True, verbosity=0, **options)
+
+
+def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings: Any,
+                                       put: Put) -> None:
+    from django_qless.worker.options import WorkerOptions  # noqa: PLC0415
+    from django_qless.worker.pool import PoolWorker, build_worker  # noqa: PLC0415
+
+    settings.QLESS = {**qless_settings, "WORKER": {"CONCURRENCY": 5}}
+    options = WorkerOptions.from_settings(queues=("q",))
+    assert options.concurrency == 5
+    worker = build_worker(options)
+    assert isinstance(worker, PoolWorker) and worker.slots.size == 5
+    assert type(build_worker(options.replace(concurrency=1))).__name__ == "Worker"
