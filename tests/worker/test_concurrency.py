@@ -6,18 +6,24 @@ Real worker subprocesses on the suite's redis-server, as in `test_shutdown`.
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
+from django.db.backends.signals import connection_created
 
 from django_qless.core import Client
 from django_qless.core.presence import listed
+from django_qless.worker import Worker
+from django_qless.worker.pool import PoolWorker
 from tests.support import wait_for
 
 from .conftest import WorkerProcess, job_state
+from .test_db import file_db  # noqa: F401 - the fixture
 
 Ledger = Callable[[], list[dict[str, Any]]]
 Spawn = Callable[..., WorkerProcess]
@@ -160,7 +166,7 @@ def test_concurrency_with_process_isolation_is_refused_at_start(options: dict[st
 def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings: Any,
                                        put: Put) -> None:
     from django_qless.worker.options import WorkerOptions  # noqa: PLC0415
-    from django_qless.worker.pool import PoolWorker, build_worker  # noqa: PLC0415
+    from django_qless.worker.pool import build_worker  # noqa: PLC0415
 
     settings.QLESS = {**qless_settings, "WORKER": {"CONCURRENCY": 5}}
     options = WorkerOptions.from_settings(queues=("q",))
@@ -168,3 +174,33 @@ def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings:
     worker = build_worker(options)
     assert isinstance(worker, PoolWorker) and worker.slots.size == 5
     assert type(build_worker(options.replace(concurrency=1))).__name__ == "Worker"
+
+
+@pytest.mark.parametrize("max_age", [0, None])
+def test_slot_threads_leave_no_database_connection_open(
+    file_db: str,  # noqa: F811 - the fixture
+    put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
+) -> None:
+    connections.settings[file_db]["CONN_MAX_AGE"] = max_age
+    opened: list[tuple[str, Any]] = []
+
+    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.alias == file_db:
+            opened.append((threading.current_thread().name, connection))
+
+    connection_created.connect(note, weak=False)
+    try:
+        jids = [put("worker.touch_db", file_db) for _ in range(200)]
+        worker = run_worker("q", concurrency=8)
+    finally:
+        connection_created.disconnect(note)
+    assert isinstance(worker, PoolWorker)
+    assert all_state(qless, jids, "complete")
+    in_slots = [(name, wrapper) for name, wrapper in opened if name.startswith("qless-slot-")]
+    # Each slot thread has its own connections (persistent ones are reused between its
+    # jobs); every one is closed once the worker stopped.
+    assert len({name for name, _ in in_slots}) > 1
+    assert len({id(wrapper) for _, wrapper in in_slots}) > 1
+    if max_age is None:
+        assert len(in_slots) < len(jids)  # reused, not one per job
+    assert [name for name, wrapper in in_slots if wrapper.connection is not None] == []
