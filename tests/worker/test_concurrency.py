@@ -231,3 +231,16 @@ def test_sigkill_loses_nothing_and_reruns_at_most_the_jobs_in_flight(
     assert set(starts) == set(jids)  # nothing lost
     rerun = {jid for jid, count in starts.items() if count > 1}
     assert rerun <= in_flight  # only the jobs in flight at the kill ran again
+
+
+def test_a_job_that_swallows_its_time_limit_is_logged_as_such(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    stubborn = put("worker.swallow_all", 1.5)  # time_limit 0.3, catches everything
+    other = put("worker.nap", 0.5)
+    worker = spawn("q", "--concurrency", "2", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    assert [e["event"] for e in ledger() if e["jid"] == stubborn][:2] == ["start", "swallowed"]
+    assert (f"job {stubborn} swallowed its interruption (time limit exceeded) and returned"
+            in worker.output())
+    assert job_state(qless, other) == "complete"
