@@ -244,3 +244,16 @@ def test_a_job_that_swallows_its_time_limit_is_logged_as_such(
     assert (f"job {stubborn} swallowed its interruption (time limit exceeded) and returned"
             in worker.output())
     assert job_state(qless, other) == "complete"
+
+
+def test_processes_times_concurrency_run_at_once(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.nap", 2.0) for _ in range(8)]
+    worker = spawn("q", "--processes", "2", "--concurrency", "4", "--burst")
+    assert worker.wait(60) == 0, worker.output()
+    assert all_state(qless, jids, "complete")
+    starts, ends = events(ledger, "start"), events(ledger, "end")
+    assert max(s["t"] for s in starts.values()) < min(e["t"] for e in ends.values())
+    pids = [entry["pid"] for entry in starts.values()]
+    assert len(set(pids)) == 2 and all(pids.count(pid) == 4 for pid in set(pids))
