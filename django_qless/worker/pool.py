@@ -24,6 +24,7 @@ import redis
 from ..core import Job, LockLostError, Queue, commands
 from ..core.batch import call_many
 from ..exceptions import QlessConfigurationError
+from .completions import Completions
 from .fetcher import names
 from .interrupt import Interrupter
 from .loop import ERROR_PAUSE, Worker
@@ -69,6 +70,8 @@ class PoolWorker(Worker):
         self.monitor = self.renewals
         self.presence.current = lambda: None
         self.presence.running_jobs = self.renewals.running
+        #: Sends the completions of jobs that end together in one round trip.
+        self.completions = Completions(self.client)
         self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
                            self._finished)
         #: Guards the counts the slot threads update.
@@ -152,13 +155,14 @@ class PoolWorker(Worker):
         self.limits.check(jobs_run)
 
     def _complete(self, job: Job, duration: float) -> Outcome:
-        """qless `complete`, sent as soon as the job returned (one round trip)."""
-        reporter = self.runner.reporter
-        try:
-            job.complete()
-        except (LockLostError, redis.RedisError) as exc:
-            return reporter.completed(job, duration, exc)
-        return reporter.completed(job, duration, None)
+        """qless `complete`, sent as soon as the job returned (with those of the jobs that
+        ended at the same moment, `completions`)."""
+        answer = self.completions.complete(job)
+        error = answer if isinstance(answer, BaseException) else None
+        if error is not None and not isinstance(error, (LockLostError, redis.RedisError)):
+            # Any other script error: as the serial worker, the job is left to its lock.
+            error = redis.RedisError(str(error))
+        return self.runner.reporter.completed(job, duration, error)
 
     def _loop(self) -> None:
         """Fill the free slots; wait for one while all are busy; sleep when nothing comes."""
