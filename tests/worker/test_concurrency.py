@@ -59,7 +59,8 @@ def test_never_more_than_n_at_once_sync_and_async_together(
     qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
 ) -> None:
     jids = [put("worker.nap" if i % 2 else "worker.anap", 0.5) for i in range(12)]
-    worker = spawn("q", "--concurrency", "4", "--burst")
+    # A long poll: a slot that frees up is refilled at once, not at the next poll.
+    worker = spawn("q", "--concurrency", "4", "--burst", "--poll-interval", "30")
     assert worker.wait(60) == 0, worker.output()
     assert all_state(qless, jids, "complete"), worker.output()
     moments = sorted([(e["t"], 1) for e in events(ledger, "start").values()]
@@ -70,6 +71,7 @@ def test_never_more_than_n_at_once_sync_and_async_together(
         running += step
         most = max(most, running)
     assert most == 4  # both kinds share the 4 slots, and fill them
+    assert moments[-1][0] - moments[0][0] < 4.0  # 3 rounds of 0.5 s, not 3 polls
 
 
 @pytest.mark.parametrize("klass", ["worker.nap", "worker.anap"])
@@ -272,3 +274,19 @@ def test_completions_of_jobs_ending_together_share_round_trips(
     # One round trip per completion without sharing; jobs that end while one is under
     # way go together in the next.
     assert 0 < worker.completions.round_trips < 300
+
+
+def test_a_put_wakes_a_worker_whose_other_slots_are_busy(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    long = put("worker.nap", 30)
+    worker = spawn("q", "--concurrency", "4", "--poll-interval", "30")
+    wait_for(lambda: long in events(ledger, "start"), timeout=15)
+    time.sleep(1.0)  # the worker is asleep on the put events by now
+    put_at = time.time()
+    quick = put("worker.nap", 0.1)
+    wait_for(lambda: quick in events(ledger, "end"), timeout=10)
+    assert events(ledger, "start")[quick]["t"] - put_at < 2.0  # not the 30 s poll
+    assert long not in events(ledger, "end")  # it ran beside the long job
+    worker.signal(signal.SIGTERM)
+    worker.signal(signal.SIGTERM)
