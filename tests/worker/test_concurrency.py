@@ -35,6 +35,17 @@ def events(ledger: Ledger, event: str) -> dict[str, dict[str, Any]]:
     return {entry["jid"]: entry for entry in ledger() if entry["event"] == event}
 
 
+def most_at_once(ledger: Ledger) -> tuple[int, list[float]]:
+    """The most jobs that ran at the same time, and every start and end time (sorted)."""
+    moments = sorted([(e["t"], 1) for e in events(ledger, "start").values()]
+                     + [(e["t"], -1) for e in events(ledger, "end").values()])
+    running, most = 0, 0
+    for _, step in moments:
+        running += step
+        most = max(most, running)
+    return most, [when for when, _ in moments]
+
+
 def all_state(qless: Client, jids: list[str], state: str) -> bool:
     """True once every job is in `state`."""
     return all(job_state(qless, jid) == state for jid in jids)
@@ -63,15 +74,9 @@ def test_never_more_than_n_at_once_sync_and_async_together(
     worker = spawn("q", "--concurrency", "4", "--burst", "--poll-interval", "30")
     assert worker.wait(60) == 0, worker.output()
     assert all_state(qless, jids, "complete"), worker.output()
-    moments = sorted([(e["t"], 1) for e in events(ledger, "start").values()]
-                     + [(e["t"], -1) for e in events(ledger, "end").values()],
-                     key=lambda item: (item[0], item[1]))
-    running, most = 0, 0
-    for _, step in moments:
-        running += step
-        most = max(most, running)
+    most, moments = most_at_once(ledger)
     assert most == 4  # both kinds share the 4 slots, and fill them
-    assert moments[-1][0] - moments[0][0] < 4.0  # 3 rounds of 0.5 s, not 3 polls
+    assert moments[-1] - moments[0] < 4.0  # 3 rounds of 0.5 s, not 3 polls
 
 
 @pytest.mark.parametrize("klass", ["worker.nap", "worker.anap"])
@@ -290,3 +295,14 @@ def test_a_put_wakes_a_worker_whose_other_slots_are_busy(
     assert long not in events(ledger, "end")  # it ran beside the long job
     worker.signal(signal.SIGTERM)
     worker.signal(signal.SIGTERM)
+
+
+def test_a_queue_max_concurrency_caps_the_slots_it_fills(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    qless.queue("q").max_concurrency = 2
+    jids = [put("worker.nap", 0.4) for _ in range(6)]
+    worker = spawn("q", "--concurrency", "6", "--burst")
+    assert worker.wait(60) == 0, worker.output()
+    assert all_state(qless, jids, "complete")
+    assert most_at_once(ledger)[0] == 2
