@@ -313,3 +313,15 @@ def test_async_tasks_at_concurrency_run_on_one_loop_and_keep_their_time_limits(
     assert tasks.async_double.get_result(doubled.id).return_value == 42
     loops = [value for name, value in calls if name == "loop"]
     assert len(loops) == 6 and all(loop is loops[0] for loop in loops)
+
+
+def test_every_task_running_at_once_gets_its_task_finished(
+    tasks: ModuleType, run_worker: Run, signalled: list[tuple[str, Any]]
+) -> None:
+    # 24 tasks running together, all over their 0.3 s time limit: each one's end is
+    # awaited at once (more than a serial worker ever has in flight).
+    for index in range(24):
+        tasks.async_sleeps.enqueue(f"slow-{index}")
+    run_worker("default", concurrency=24)
+    finished = [status for name, status in signalled if name == "finished"]
+    assert finished == [TaskResultStatus.FAILED] * 24
