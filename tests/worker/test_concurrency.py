@@ -258,7 +258,7 @@ def test_a_job_that_swallows_its_time_limit_is_logged_as_such(
 def test_processes_times_concurrency_run_at_once(
     qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
 ) -> None:
-    jids = [put("worker.nap", 2.0) for _ in range(8)]
+    jids = [put("worker.nap", 3.0) for _ in range(8)]
     worker = spawn("q", "--processes", "2", "--concurrency", "4", "--burst")
     assert worker.wait(60) == 0, worker.output()
     assert all_state(qless, jids, "complete")
