@@ -32,6 +32,10 @@ from .state import RunningJob
 
 logger = logging.getLogger("django_qless.worker")
 
+#: A renewal pass also renews the jobs whose heartbeat is due within this share of
+#: their interval, so jobs started a moment apart share their round trips.
+EARLY_SHARE = 0.25
+
 
 class Renewals(Monitor):
     """Heartbeats, lock-loss events, fences and deadlines for every job a process runs."""
@@ -135,16 +139,19 @@ class Renewals(Monitor):
                         self.shutdown_timeout, len(jobs))
         now = time.monotonic()
         stop_at = self.stop.requested_at
-        due = []
+        renewable = []
         for running in jobs:
             if running.deadline is not None and now >= running.deadline:
                 self._interrupt(running, TimeLimitExceeded)
             elif stop_at is not None and now >= stop_at + self.shutdown_timeout:
                 self._interrupt(running, ShutdownTimeout)
-            elif now >= running.next_heartbeat:
-                due.append(running)
-        if due:
-            self._heartbeat_all(due)
+            else:
+                renewable.append(running)
+        if any(now >= running.next_heartbeat for running in renewable):
+            # Jobs due soon go along: started a moment apart, they would each cost a
+            # round trip of their own at every interval.
+            self._heartbeat_all([running for running in renewable if now >= running.next_heartbeat
+                                 - running.interval * EARLY_SHARE])
 
     def _heartbeat_all(self, due: list[RunningJob]) -> None:
         """Renew every due job's lock in one pipelined round trip; a refusal loses that job."""

@@ -17,6 +17,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 
 from django_qless.core import Client
+from django_qless.core.batch import call_many
 from django_qless.core.presence import listed
 from django_qless.worker import Worker
 from django_qless.worker.pool import PoolWorker
@@ -306,3 +307,24 @@ def test_a_queue_max_concurrency_caps_the_slots_it_fills(
     assert worker.wait(60) == 0, worker.output()
     assert all_state(qless, jids, "complete")
     assert most_at_once(ledger)[0] == 2
+
+
+def test_one_renewal_pass_renews_every_running_job_in_one_round_trip(
+    qless: Client, put: Put, run_worker: Callable[..., Worker], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    qless.config.put("q-heartbeat", 3)  # a renewal every second
+    trips: list[int] = []
+
+    def counted(client: Client, commands: list[Any]) -> list[Any]:
+        trips.append(len(commands))
+        return call_many(client, commands)
+
+    # The real round trip, counted: how many heartbeats each one carried.
+    monkeypatch.setattr("django_qless.worker.renewals.call_many", counted)
+    jids = [put("worker.nap", 3.5) for _ in range(10)]
+    worker = run_worker("q", concurrency=10)
+    assert all_state(qless, jids, "complete")
+    assert worker.monitor.heartbeats == sum(trips) >= 20
+    # About three passes of 10 (one per second), not 30 round trips of one.
+    assert max(trips) == 10
+    assert len(trips) <= 6
