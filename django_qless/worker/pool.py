@@ -74,6 +74,7 @@ class PoolWorker(Worker):
         self.completions = Completions(self.client)
         self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
                            self._finished)
+        self.presence.swallowed = lambda: self.slots.swallowed
         #: Guards the counts the slot threads update.
         self._counting = threading.Lock()
         #: Jobs started so far (`--max-jobs` counts them).

@@ -56,6 +56,8 @@ class PresenceReporter:
         self.current = current
         #: Every running job, when the process runs several at once (else `current`).
         self.running_jobs: Callable[[], Sequence[Running]] | None = None
+        #: How many jobs swallowed their interruption (counted with `--concurrency N`).
+        self.swallowed: Callable[[], int] = lambda: 0
         self.counts = counts
         self.started = time.time()
         self.host = socket.gethostname()
@@ -116,7 +118,7 @@ class PresenceReporter:
             done=done, failed=failed, rss_bytes=int(rss_mb() * 1_048_576), running=jobs,
             load=load_average(), cpu_seconds=cpu_seconds(), settings=self.settings,
             # dict() copies a Counter in one C call: the job thread may add a klass meanwhile.
-            klasses=busiest_klasses(dict(self.klass_outcomes)),
+            klasses=busiest_klasses(dict(self.klass_outcomes)), swallowed=self.swallowed(),
         )
 
     def _running(self) -> Sequence[Running]:

@@ -48,6 +48,8 @@ class Slots:
         #: The event loop of every `async def` job of the process.
         self.loops = LoopThread(name)
         self.busy = 0
+        #: Jobs that caught their interruption and returned (logged; on the worker page).
+        self.swallowed = 0
         self._changed = threading.Condition()
         self._handoff: queue.SimpleQueue[tuple[Job, float] | None] = queue.SimpleQueue()
         #: Set when a job ends; the idle worker's sleep ends on it (cleared before a pop).
@@ -114,6 +116,8 @@ class Slots:
         try:
             outcome = runner.run(job, lease)
             if interrupter.pending is not None and outcome is Outcome.SUCCEEDED:
+                with self._changed:
+                    self.swallowed += 1
                 logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
                                "returned", self.name, job.jid, interrupter.pending.reason)
             self.finished(job, outcome, runner.last_duration)

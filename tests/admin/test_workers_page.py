@@ -194,3 +194,13 @@ def test_a_process_running_several_jobs_lists_each_one(qless: Client,
     page = operator.get(url("worker", name="ours-1")).content.decode()
     shown = page.split("Running now")[1].split("</tr>")[0]
     assert "jid-a" in shown and "jid-b" in shown and "app.jobs.send_mail" in shown
+
+
+def test_the_worker_page_shows_jobs_that_swallowed_their_interruption(
+    qless: Client, operator: HttpClient,
+) -> None:
+    publish(qless, replace(presence("ours-1", qless.now()), swallowed=2), ttl=30)
+    page = operator.get(url("worker", name="ours-1")).content.decode()
+    assert "2 swallowed their interruption" in page
+    publish(qless, presence("ours-2", qless.now()), ttl=30)
+    assert "swallowed" not in operator.get(url("worker", name="ours-2")).content.decode()

@@ -248,12 +248,21 @@ def test_a_job_that_swallows_its_time_limit_is_logged_as_such(
 ) -> None:
     stubborn = put("worker.swallow_all", 1.5)  # time_limit 0.3, catches everything
     other = put("worker.nap", 0.5)
-    worker = spawn("q", "--concurrency", "2", "--burst")
-    assert worker.wait(30) == 0, worker.output()
+    worker = spawn("q", "--concurrency", "2")
+    wait_for(lambda: stubborn in events(ledger, "end"), timeout=15)
     assert [e["event"] for e in ledger() if e["jid"] == stubborn][:2] == ["start", "swallowed"]
+    wait_for(lambda: "swallowed its interruption" in worker.output(), timeout=10)
     assert (f"job {stubborn} swallowed its interruption (time limit exceeded) and returned"
             in worker.output())
     assert job_state(qless, other) == "complete"
+
+    def published() -> list[int]:
+        return [entry.presence.swallowed for entry in listed(qless)
+                if entry.presence is not None]
+
+    wait_for(lambda: published() == [1], timeout=15)  # for the worker page
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
 
 
 def test_processes_times_concurrency_run_at_once(
