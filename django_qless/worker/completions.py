@@ -18,8 +18,8 @@ from typing import Any
 
 import redis
 
-from ..core import Client, Job, ScriptNotLoadedError, commands
-from ..core.batch import call_many
+from ..core import Client, Job, commands
+from .round_trip import run_all
 
 
 @dataclass
@@ -67,11 +67,9 @@ class Completions:
         """One round trip for every completion in `batch`; each gets its answer."""
         name = self.client.worker_name
         try:
-            answers = call_many(self.client, [
+            answers = run_all(self.client, [
                 commands.complete(asked.job.jid, name, asked.job.queue_name,
                                   asked.job.raw_data) for asked in batch])
-        except ScriptNotLoadedError:
-            answers = [self._alone(asked.job) for asked in batch]  # loads the script again
         except (redis.RedisError, OSError) as exc:
             answers = [exc] * len(batch)
         except BaseException as exc:
@@ -83,11 +81,3 @@ class Completions:
             if not isinstance(answer, BaseException):
                 asked.job.state = str(answer)
             asked.answer, asked.done = answer, True
-
-    @staticmethod
-    def _alone(job: Job) -> Any:
-        """The plain `complete` of one job (its own round trip); the error in place."""
-        try:
-            return job.complete()
-        except Exception as exc:  # noqa: BLE001 - handed to the job's slot as its answer
-            return exc

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 import redis
 
 from ..core import Job, LockLostError, Queue, commands
-from ..core.batch import call_many
 from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
@@ -32,6 +31,7 @@ from .monitor import TICK
 from .options import WorkerOptions
 from .renewals import Renewals
 from .report import Outcome
+from .round_trip import run_all
 from .runner import JobRunner
 from .slots import Slots
 from .wakeup import SLICE
@@ -131,7 +131,7 @@ class PoolWorker(Worker):
                 queues = order.round()
                 order.served(queues[0])
                 asks.append((queues, 1))
-        replies = call_many(self.client, [commands.pop_first(names(queues), self.name, n)
+        replies = run_all(self.client, [commands.pop_first(names(queues), self.name, n)
                                           for queues, n in asks])
         jobs: list[Job] = []
         for (queues, _), reply in zip(asks, replies, strict=True):

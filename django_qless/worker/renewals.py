@@ -20,7 +20,6 @@ import time
 from typing import Any
 
 from ..core import Job, LockLostError, commands
-from ..core.batch import call_many
 from .interrupt import (
     Interrupter,
     JobInterrupted,
@@ -28,6 +27,7 @@ from .interrupt import (
     TimeLimitExceeded,
 )
 from .monitor import RECENT, RECENT_TTL, TICK, Monitor
+from .round_trip import run_all
 from .state import RunningJob
 
 logger = logging.getLogger("django_qless.worker")
@@ -165,7 +165,7 @@ class Renewals(Monitor):
                 return  # as in `Monitor._heartbeat`: the fences stop the jobs in time
         name = self.client.worker_name
         sent, sent_wall = time.monotonic(), self.client.now()
-        replies = call_many(self.client, [commands.heartbeat(running.job.jid, name)
+        replies = run_all(self.client, [commands.heartbeat(running.job.jid, name)
                                           for running in due])
         leases = self.fetcher.lease_guard.leases if self.fetcher is not None else {}
         for running, reply in zip(due, replies, strict=True):

@@ -12,15 +12,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import redis
 from django.core.management import CommandError, call_command
 from django.db import connections
 from django.db.backends.signals import connection_created
 
 from django_qless.core import Client
-from django_qless.core.batch import call_many
 from django_qless.core.presence import listed
 from django_qless.worker import Worker
 from django_qless.worker.pool import PoolWorker
+from django_qless.worker.round_trip import run_all
 from tests.support import wait_for
 
 from .conftest import WorkerProcess, job_state
@@ -326,10 +327,10 @@ def test_one_renewal_pass_renews_every_running_job_in_one_round_trip(
 
     def counted(client: Client, commands: list[Any]) -> list[Any]:
         trips.append(len(commands))
-        return call_many(client, commands)
+        return run_all(client, commands)
 
     # The real round trip, counted: how many heartbeats each one carried.
-    monkeypatch.setattr("django_qless.worker.renewals.call_many", counted)
+    monkeypatch.setattr("django_qless.worker.renewals.run_all", counted)
     jids = [put("worker.nap", 3.5) for _ in range(10)]
     worker = run_worker("q", concurrency=10)
     assert all_state(qless, jids, "complete")
@@ -337,3 +338,16 @@ def test_one_renewal_pass_renews_every_running_job_in_one_round_trip(
     # About three passes of 10 (one per second), not 30 round trips of one.
     assert max(trips) == 10
     assert len(trips) <= 6
+
+
+def test_a_redis_without_the_script_loaded_gets_it_again(
+    qless: Client, put: Put, spawn: Spawn, redis_client: redis.Redis,
+) -> None:
+    jids = [put("worker.nap", 0.2) for _ in range(6)]
+    # As after a Redis restart: the batched pops, heartbeats and completions fall back to
+    # plain calls, which load it again.
+    redis_client.script_flush()
+    redis_client.function_flush()
+    worker = spawn("q", "--concurrency", "3", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    assert all_state(qless, jids, "complete"), worker.output()
