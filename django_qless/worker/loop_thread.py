@@ -46,9 +46,12 @@ class LoopThread:
         if loop is None or thread is None:
             return
         future = asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop)
-        future.result(timeout=5)
+        try:
+            future.result(timeout=2)
+        except Exception:  # noqa: BLE001 - a loop blocked by a job: it ends with the process
+            return
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+        thread.join(2)
         if not thread.is_alive():
             loop.close()
 

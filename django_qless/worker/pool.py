@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 
 import redis
 
-from ..core import Job, LockLostError, Queue, commands
+from ..core import Job, LockLostError, QlessError, Queue, commands
 from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
@@ -30,13 +31,17 @@ from .loop import ERROR_PAUSE, Worker
 from .monitor import TICK
 from .options import WorkerOptions
 from .renewals import Renewals
-from .report import Outcome
+from .report import Outcome, hand_back
 from .round_trip import run_all
 from .runner import JobRunner
 from .slots import Slots
 from .wakeup import SLICE
 
 logger = logging.getLogger("django_qless.worker")
+
+#: Seconds past the shutdown timeout the worker waits for its interrupted jobs to end
+#: before it hands back those still running and exits.
+STUCK_GRACE = 1.0
 
 
 def check_concurrency(options: WorkerOptions) -> None:
@@ -92,9 +97,34 @@ class PoolWorker(Worker):
 
     def shutdown(self) -> None:
         """Wait for the running jobs (handed back at the shutdown timeout), then stop."""
-        self.slots.drain(lambda: not self.renewals.is_alive())
+        self.slots.drain(self._stop_waiting)
+        self._hand_back_stuck()
         super().shutdown()
         self.slots.close()
+
+    def _stop_waiting(self) -> bool:
+        """True once the running jobs had their shutdown timeout and `STUCK_GRACE` more."""
+        if not self.renewals.is_alive():
+            return True
+        asked = self.stop.requested_at
+        return (asked is not None and time.monotonic()
+                >= asked + self.options.shutdown_timeout + STUCK_GRACE)
+
+    def _hand_back_stuck(self) -> None:
+        """Hand back the jobs still running after their interruption: a thread blocked in
+        one call cannot leave it, so the process's exit ends them."""
+        for running in self.renewals.running():
+            if running.lost is not None:
+                continue  # no longer ours: qless hands it out once its lock expires
+            logger.error("qless worker %s: job %s did not stop within %ss of its "
+                         "interruption (blocked in a call its thread cannot leave); handed "
+                         "back to queue %s, it ends with this process", self.name,
+                         running.job.jid, STUCK_GRACE, running.job.queue_name)
+            try:
+                hand_back(running.job, self.name, "worker shutdown", stuck=True)
+            except (redis.RedisError, QlessError) as exc:
+                logger.warning("qless worker %s: could not give back job %s (%s); its lock "
+                               "will expire", self.name, running.job.jid, exc)
 
     def run_once(self) -> bool:
         """Pop jobs for the free slots and start them; False when the queues gave none."""

@@ -87,12 +87,14 @@ class Slots:
             while self.busy and not give_up():
                 self._changed.wait(0.1)
 
-    def close(self) -> None:
-        """End the slot threads (each closes its database connections) and the loop."""
+    def close(self, timeout: float = 5.0) -> None:
+        """End the slot threads (each closes its database connections) and the loop; a
+        thread still blocked in a job is left to end with the process."""
         for _ in self._threads:
             self._handoff.put(None)
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(5)
+            thread.join(max(deadline - time.monotonic(), 0.0))
         self.loops.close()
 
     def _serve(self) -> None:

@@ -351,3 +351,18 @@ def test_a_redis_without_the_script_loaded_gets_it_again(
     worker = spawn("q", "--concurrency", "3", "--burst")
     assert worker.wait(30) == 0, worker.output()
     assert all_state(qless, jids, "complete"), worker.output()
+
+
+def test_a_thread_blocked_in_one_call_is_handed_back_and_ends_with_the_process(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    blocked = put("worker.sleep", 60, retries=3)  # one time.sleep: no bytecode to stop at
+    worker = spawn("q", "--concurrency", "2", "--shutdown-timeout", "1")
+    wait_for(lambda: blocked in events(ledger, "start"), timeout=15)
+    sent_at = worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+    assert time.monotonic() - sent_at < 8.0  # the timeout, the grace, not the 60 s
+    job = qless.get_job(blocked)
+    assert job is not None and job.state == "waiting" and job.remaining == 3
+    assert "handed-back" in [entry.what for entry in job.history]
+    assert f"job {blocked} did not stop within" in worker.output()
