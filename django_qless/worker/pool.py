@@ -41,7 +41,7 @@ logger = logging.getLogger("django_qless.worker")
 
 #: Seconds past the shutdown timeout the worker waits for its interrupted jobs to end
 #: before it hands back those still running and exits.
-STUCK_GRACE = 1.0
+STUCK_GRACE = 0.25
 
 
 def check_concurrency(options: WorkerOptions) -> None:
@@ -100,7 +100,8 @@ class PoolWorker(Worker):
         self.slots.drain(self._stop_waiting)
         self._hand_back_stuck()
         super().shutdown()
-        self.slots.close()
+        # Idle slot threads end at once; one blocked in a job is not waited for.
+        self.slots.close(timeout=0.1 if self.slots.busy else 5.0)
 
     def _stop_waiting(self) -> bool:
         """True once the running jobs had their shutdown timeout and `STUCK_GRACE` more."""
