@@ -69,6 +69,8 @@ class WorkerSettings:
     queues: tuple[str, ...]
     strategy: Strategy = worker_default("strategy")
     processes: int = worker_default("processes")
+    #: Jobs one worker process runs at once (1: the serial worker).
+    concurrency: int = worker_default("concurrency")
     max_jobs: int | None = worker_default("max_jobs")
     max_memory_mb: int | None = worker_default("max_memory_mb")
     time_limit: float | None = worker_default("time_limit")

@@ -223,7 +223,11 @@ WORKER_OPTIONS: tuple[WorkerOption, ...] = (
     WorkerOption("strategy", Choice(STRATEGIES), "ordered", "STRATEGY", ("--strategy",),
                  "order in which queues are tried for each job"),
     WorkerOption("processes", Integer(1), 1, "PROCESSES", ("--processes",),
-                 "number of worker processes (each runs one job at a time)"),
+                 "number of worker processes (each runs up to --concurrency jobs at once)"),
+    WorkerOption("concurrency", Integer(1), 1, "CONCURRENCY", ("--concurrency",),
+                 "jobs each process runs at once: plain functions on up to N threads, "
+                 "async def jobs on the process's event loop (default 1: one at a time)",
+                 "N"),
     WorkerOption("burst", Flag(), False, None, ("--burst",), "exit once the queues are empty"),
     WorkerOption("max_jobs", Integer(1), None, "MAX_JOBS", ("--max-jobs",),
                  "exit (or, with --processes, restart) after this many jobs"),

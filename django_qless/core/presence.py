@@ -64,6 +64,8 @@ class Presence:
     settings: tuple[tuple[str, str], ...] = field(default=())
     #: Jobs finished per klass: (klass, completed, failed), busiest first.
     klasses: tuple[KlassCount, ...] = field(default=())
+    #: Jobs that caught their interruption (time limit, lost lock) and ran on.
+    swallowed: int = 0
 
     def fields(self) -> dict[str, str]:
         """The hash fields, as text."""
@@ -76,6 +78,7 @@ class Presence:
             "load": repr(self.load), "cpu_seconds": repr(self.cpu_seconds),
             "settings": json.dumps(dict(self.settings)),
             "klasses": json.dumps([[k.klass, k.done, k.failed] for k in self.klasses]),
+            "swallowed": str(self.swallowed),
         }
 
     @classmethod
@@ -97,6 +100,7 @@ class Presence:
                                in json.loads(raw.get("settings", "{}")).items()),
                 klasses=tuple(KlassCount(str(k), int(d), int(f))
                               for k, d, f in json.loads(raw.get("klasses", "[]"))),
+                swallowed=int(raw.get("swallowed", "0")),
             )
         except (KeyError, ValueError, TypeError, AttributeError):
             return None

@@ -1,4 +1,5 @@
-"""The qless worker: `Worker` runs jobs serially; `Supervisor` keeps N worker processes.
+"""The qless worker: `Worker` runs jobs serially, `PoolWorker` up to N at once
+(`--concurrency N`, `pool`); `Supervisor` keeps N worker processes.
 
 A klass is looked up in the registry first, then (only then) as a Django Tasks task of a
 `QlessBackend` (see `targets`); `async def` functions run on one event loop per worker.
@@ -37,15 +38,18 @@ How a job ends, as written to qless:
 from .interrupt import JobInterrupted, LeaseExpired, LockLost, ShutdownTimeout, TimeLimitExceeded
 from .loop import Worker
 from .options import WorkerOptions
+from .pool import PoolWorker, build_worker
 from .supervisor import Supervisor
 
 __all__ = [
     "JobInterrupted",
     "LeaseExpired",
     "LockLost",
+    "PoolWorker",
     "ShutdownTimeout",
     "Supervisor",
     "TimeLimitExceeded",
     "Worker",
     "WorkerOptions",
+    "build_worker",
 ]

@@ -1,14 +1,15 @@
 """The jid a worker process is running, where its supervisor can read it after a crash.
 
 `--processes N`: the supervisor maps a small shared page per child before forking it
-(`Board`); the child's runner writes the running jid there at the start of each job and
-clears it at the end (`running`). When the child dies abnormally the supervisor reads
+(`Board`); the child's runners write the running jids there at the start of each job and
+clear them at the end (`running`). When the child dies abnormally the supervisor reads
 the page and logs the jid with the death. Outside a supervisor `running` does nothing.
 """
 
 from __future__ import annotations
 
 import mmap
+import threading
 
 #: Bytes of the shared page: a length byte, then the jid (qless jids are far shorter).
 SIZE = 256
@@ -39,6 +40,9 @@ class Board:
 
 
 _board: Board | None = None
+#: The jid each thread of this process is running (several with `--concurrency N`).
+_running: dict[int, str] = {}
+_lock = threading.Lock()
 
 
 def attach(board: Board | None) -> None:
@@ -48,6 +52,13 @@ def attach(board: Board | None) -> None:
 
 
 def running(jid: str | None) -> None:
-    """The worker started (`jid`) or finished (None) a job."""
-    if _board is not None:
-        _board.write(jid)
+    """The calling thread started (`jid`) or finished (None) a job; the board shows every
+    running jid, comma-separated (as many as fit)."""
+    if _board is None:
+        return
+    with _lock:
+        if jid is None:
+            _running.pop(threading.get_ident(), None)
+        else:
+            _running[threading.get_ident()] = jid
+        _board.write(", ".join(_running.values()) or None)

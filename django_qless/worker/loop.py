@@ -69,7 +69,7 @@ class Worker:
         self.interrupter = Interrupter(use_signals=options.handle_signals)
         self.waker = Waker(self.client, options.queues, options.poll_interval,
                            lambda: self.stop.requested)
-        reporter = Reporter(self.name)
+        reporter = Reporter(self.name, options.concurrency)
         self.fetcher = Fetcher(self.client, self.order, options, self.stop, reporter,
                                guard_client=self.monitor_client)
         #: What this process publishes about itself for the admin's workers page.

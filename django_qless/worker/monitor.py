@@ -128,6 +128,19 @@ class Monitor(threading.Thread):
     def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None
               ) -> RunningJob:
         """Start watching a job that was just popped (its pop is its first renewal)."""
+        running = self.watching(job, lease, interval, time_limit)
+        with self._lock:
+            self.current = running
+            early = self._recent.pop(job.jid, None)
+        if early is not None and time.monotonic() - early[1] < RECENT_TTL:
+            running.lost = self._confirm_early(running, early[0])
+        if self.fences.is_alive() and running.lost is None and running.fence is not None:
+            self.fences.watch(running.fence, lambda fence: self._fenced(running, fence))
+        return running
+
+    def watching(self, job: Job, lease: float, interval: float | None,
+                 time_limit: float | None) -> RunningJob:
+        """A popped job's `RunningJob`: heartbeat interval, fence and time limit set."""
         every = interval if interval is not None else max(lease / 3, 0.05)
         running = RunningJob(job=job, interval=every)
         # The expiry Redis gave the lock, from the `now` the pop carried: the time the
@@ -139,13 +152,6 @@ class Monitor(threading.Thread):
                                      (running.started + running.fence.deadline) / 2)
         if time_limit:
             running.deadline = running.started + time_limit
-        with self._lock:
-            self.current = running
-            early = self._recent.pop(job.jid, None)
-        if early is not None and time.monotonic() - early[1] < RECENT_TTL:
-            running.lost = self._confirm_early(running, early[0])
-        if self.fences.is_alive() and running.lost is None:
-            self.fences.watch(running.fence, lambda fence: self._fenced(running, fence))
         return running
 
     def _confirm_early(self, running: RunningJob, event: str) -> str | None:

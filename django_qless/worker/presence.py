@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import redis
 
@@ -54,6 +54,10 @@ class PresenceReporter:
         self.tally = tally if tally is not None else Tally()
         self.queues = queues
         self.current = current
+        #: Every running job, when the process runs several at once (else `current`).
+        self.running_jobs: Callable[[], Sequence[Running]] | None = None
+        #: How many jobs swallowed their interruption (counted with `--concurrency N`).
+        self.swallowed: Callable[[], int] = lambda: 0
         self.counts = counts
         self.started = time.time()
         self.host = socket.gethostname()
@@ -68,7 +72,7 @@ class PresenceReporter:
     def maybe_publish(self) -> None:
         """Publish when `INTERVAL` has passed, or a job has run `LONG_JOB` unpublished."""
         now = time.monotonic()
-        running = self.current()
+        running = next(iter(self._running()), None)
         long_job = (running is not None and running.job.jid != self._shown
                     and now - running.started >= LONG_JOB)
         if now < self._next and not long_job:
@@ -104,19 +108,25 @@ class PresenceReporter:
     def snapshot(self) -> Presence:
         """This process, now."""
         done, failed = self.counts()
-        running = self.current()
-        jobs: tuple[RunningJob, ...] = ()
-        if running is not None:
-            started = time.time() - (time.monotonic() - running.started)
-            jobs = (RunningJob(running.job.jid, running.job.klass, started),)
+        wall, now = time.time(), time.monotonic()
+        jobs = tuple(RunningJob(running.job.jid, running.job.klass,
+                                wall - (now - running.started))
+                     for running in self._running())
         return Presence(
             name=self.client.worker_name, host=self.host, pid=os.getpid(),
             version=__version__, queues=self.queues, started=self.started, seen=time.time(),
             done=done, failed=failed, rss_bytes=int(rss_mb() * 1_048_576), running=jobs,
             load=load_average(), cpu_seconds=cpu_seconds(), settings=self.settings,
             # dict() copies a Counter in one C call: the job thread may add a klass meanwhile.
-            klasses=busiest_klasses(dict(self.klass_outcomes)),
+            klasses=busiest_klasses(dict(self.klass_outcomes)), swallowed=self.swallowed(),
         )
+
+    def _running(self) -> Sequence[Running]:
+        """The running jobs, oldest first (at most one in a serial worker)."""
+        if self.running_jobs is not None:
+            return self.running_jobs()
+        running = self.current()
+        return () if running is None else (running,)
 
     def withdraw(self) -> None:
         """A clean stop: remove the presence now rather than letting it expire, and add the

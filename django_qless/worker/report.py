@@ -47,14 +47,17 @@ class Outcome(str, enum.Enum):
 class Reporter:
     """Sends one worker's job signals and turns qless's answer to a completion into an outcome."""
 
-    def __init__(self, worker_name: str) -> None:
+    def __init__(self, worker_name: str, running: int = 1) -> None:
         self.worker_name = worker_name
+        #: Ends awaited at most: those of the jobs running at once, and a completion or
+        #: two in flight each.
+        self.capacity = EXPECTED * running
         self._expected: OrderedDict[str, Callable[[Outcome], None]] = OrderedDict()
 
     def expect(self, jid: str, on_end: Callable[[Outcome], None]) -> None:
         """Call `on_end` with the job's outcome once qless has the final word on it."""
         self._expected[jid] = on_end
-        while len(self._expected) > EXPECTED:  # a job lost to a bug in the worker's code
+        while len(self._expected) > self.capacity:  # a job lost to a bug in the worker's code
             self._expected.popitem(last=False)
 
     def settled(self, jid: str, outcome: Outcome) -> Outcome:

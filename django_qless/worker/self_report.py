@@ -13,8 +13,8 @@ from .report import Outcome
 KLASSES_SHOWN = 50
 #: Settings shown on the workers page, in this order (None values are left out).
 SHOWN_SETTINGS = (
-    "strategy", "prefetch", "isolation", "time_limit", "hard_time_limit", "job_memory_mb",
-    "max_jobs", "max_memory_mb", "poll_interval", "shutdown_timeout",
+    "strategy", "concurrency", "prefetch", "isolation", "time_limit", "hard_time_limit",
+    "job_memory_mb", "max_jobs", "max_memory_mb", "poll_interval", "shutdown_timeout",
 )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..core import Job
 from .fence import Fence
+from .interrupt import Interrupter
 
 
 @dataclass
@@ -33,6 +34,9 @@ class RunningJob:
     #: Set by the job thread when the job ended (under the monitor's lock): a fence that
     #: fires later leaves the job's outcome alone.
     ended: bool = False
+    #: What stops this job, when the worker runs several at once (`renewals`); None: the
+    #: monitor's own (the serial worker's job thread).
+    interrupter: Interrupter | None = None
 
     def __post_init__(self) -> None:
         self.next_heartbeat = self.started + self.interval

@@ -176,3 +176,31 @@ def test_running_now_dates_a_job_from_its_latest_pop(qless: Client, operator: Ht
     assert shown is not None, cell  # not "5 min", the age of the earlier run
     age = float(shown[1]) / (1000 if shown[2] == "ms" else 1)
     assert age < INTERVAL
+
+
+def test_a_process_running_several_jobs_lists_each_one(qless: Client,
+                                                       operator: HttpClient) -> None:
+    theirs = running_by(qless, "ours-1", jid="jid-a")
+    theirs.queue("busy").put(KLASS, {}, jid="jid-b")
+    [second] = theirs.queue("busy").pop()
+    assert second.jid == "jid-b"
+    now = qless.now()
+    both = replace(presence("ours-1", now), running=(
+        RunningJob("jid-a", "app.jobs.render_invoice", now - 5),
+        RunningJob("jid-b", "app.jobs.send_mail", now - 2)))
+    publish(qless, both, ttl=30)
+    cell = running_cell(operator.get(url("workers")).content.decode(), "ours-1")
+    assert "jid-a" in cell and "jid-b" in cell and cell.count("<br>") == 1
+    page = operator.get(url("worker", name="ours-1")).content.decode()
+    shown = page.split("Running now")[1].split("</tr>")[0]
+    assert "jid-a" in shown and "jid-b" in shown and "app.jobs.send_mail" in shown
+
+
+def test_the_worker_page_shows_jobs_that_swallowed_their_interruption(
+    qless: Client, operator: HttpClient,
+) -> None:
+    publish(qless, replace(presence("ours-1", qless.now()), swallowed=2), ttl=30)
+    page = operator.get(url("worker", name="ours-1")).content.decode()
+    assert "2 swallowed their interruption" in page
+    publish(qless, presence("ours-2", qless.now()), ttl=30)
+    assert "swallowed" not in operator.get(url("worker", name="ours-2")).content.decode()

@@ -145,7 +145,7 @@ MALFORMED = [
     ({"HEARTBEAT": 0}, "QLESS['HEARTBEAT']", "django_qless.E003"),
     ({"HEARTBEAT": float("nan")}, "QLESS['HEARTBEAT']", "django_qless.E003"),
     ({"WORKER": []}, "QLESS['WORKER']", "django_qless.E003"),
-    ({"WORKER": {"CONCURRENCY": 2}}, "QLESS['WORKER']['CONCURRENCY']", "django_qless.E002"),
+    ({"WORKER": {"THREADS": 2}}, "QLESS['WORKER']['THREADS']", "django_qless.E002"),
     ({"WORKER": {"QUEUES": "default"}}, "QLESS['WORKER']['QUEUES']", "django_qless.E003"),
     ({"WORKER": {"STRATEGY": "random"}}, "QLESS['WORKER']['STRATEGY']", "django_qless.E003"),
     ({"WORKER": {"PROCESSES": 0}}, "QLESS['WORKER']['PROCESSES']", "django_qless.E003"),

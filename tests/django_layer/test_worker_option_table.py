@@ -113,9 +113,9 @@ def test_a_command_only_option_has_the_table_default_and_no_key(option: WorkerOp
 
 
 def test_an_unknown_key_is_refused_naming_every_known_one() -> None:
-    _, problems = parse({"WORKER": {"CONCURRENCY": 2}})
+    _, problems = parse({"WORKER": {"THREADS": 2}})
     assert [(p.id, p.key) for p in problems] == [
-        ("django_qless.E002", "QLESS['WORKER']['CONCURRENCY']")
+        ("django_qless.E002", "QLESS['WORKER']['THREADS']")
     ]
     assert str(WORKER_KEYS) in problems[0].message
 

@@ -13,7 +13,9 @@ QLESS = {
     "URL": os.environ["QLESS_FAULTS_URL"],
     # redis-py options (e.g. socket_timeout) as JSON; the network faults set them.
     "OPTIONS": json.loads(os.environ.get("QLESS_FAULTS_OPTIONS", "{}")),
-    "WORKER": {"POLL_INTERVAL": 0.2},
+    # QLESS_FAULTS_CONCURRENCY runs the whole suite's workers at --concurrency N.
+    "WORKER": {"POLL_INTERVAL": 0.2,
+               "CONCURRENCY": int(os.environ.get("QLESS_FAULTS_CONCURRENCY", "1"))},
     "REQUIRE_DURABLE_REDIS": os.environ.get("QLESS_FAULTS_REQUIRE_DURABLE") == "1",
 }
 LOGGING = {

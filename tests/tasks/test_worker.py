@@ -294,3 +294,34 @@ def test_a_task_whose_alias_the_worker_lacks_says_so(
     assert job is not None and job.failure is not None
     assert expected in job.failure.message
     assert "qless_jobs.py" not in job.failure.message and tasks.CALLS == []
+
+
+def test_async_tasks_at_concurrency_run_on_one_loop_and_keep_their_time_limits(
+    tasks: ModuleType, run_worker: Run, calls: list[tuple[str, Any]]
+) -> None:
+    slow = tasks.async_sleeps.enqueue("slow")
+    quick = [tasks.async_quick.enqueue(value) for value in range(5)]
+    doubled = tasks.async_double.enqueue(21)
+    started = time.monotonic()
+    run_worker("default", concurrency=3)
+    assert time.monotonic() - started < 10
+    result = tasks.async_sleeps.get_result(slow.id)
+    assert result.status == TaskResultStatus.FAILED
+    assert result.errors[0].exception_class_path.endswith("TimeLimitExceeded")
+    assert ("cancelled", "slow") in calls
+    assert [tasks.async_quick.get_result(q.id).return_value for q in quick] == [1, 2, 3, 4, 5]
+    assert tasks.async_double.get_result(doubled.id).return_value == 42
+    loops = [value for name, value in calls if name == "loop"]
+    assert len(loops) == 6 and all(loop is loops[0] for loop in loops)
+
+
+def test_every_task_running_at_once_gets_its_task_finished(
+    tasks: ModuleType, run_worker: Run, signalled: list[tuple[str, Any]]
+) -> None:
+    # 24 tasks running together, all over their 0.3 s time limit: each one's end is
+    # awaited at once (more than a serial worker ever has in flight).
+    for index in range(24):
+        tasks.async_sleeps.enqueue(f"slow-{index}")
+    run_worker("default", concurrency=24)
+    finished = [status for name, status in signalled if name == "finished"]
+    assert finished == [TaskResultStatus.FAILED] * 24

@@ -24,6 +24,7 @@ from django_qless.worker import Worker
 from django_qless.worker.fence import Fence, margin_for
 from django_qless.worker.monitor_redis import DEFAULT_TIMEOUT, monitor_redis, monitor_timeout
 from django_qless.worker.options import WorkerOptions
+from django_qless.worker.pool import build_worker
 from tests.faults.proxy import FaultProxy
 from tests.redis_harness import RedisServer
 from tests.support import wait_for
@@ -73,12 +74,14 @@ def direct(redis_server: RedisServer) -> Client:
     return Client(redis.Redis.from_url(redis_server.url))
 
 
-def start_worker(settings: Any, proxy: FaultProxy) -> tuple[Worker, threading.Thread]:
+def start_worker(settings: Any, proxy: FaultProxy, concurrency: int = 1
+                 ) -> tuple[Worker, threading.Thread]:
     """A worker on queue q that reaches Redis through the proxy, running in a thread."""
     settings.QLESS = {"URL": proxy.url, "OPTIONS": {"socket_timeout": 1},
                       "WORKER": {"POLL_INTERVAL": 0.2}}
     reset_clients()
-    worker = Worker(WorkerOptions.from_settings(queues=("q",), handle_signals=False))
+    worker = build_worker(WorkerOptions.from_settings(queues=("q",), handle_signals=False,
+                                                      concurrency=concurrency))
     thread = threading.Thread(target=worker.run, name="fenced-worker", daemon=True)
     thread.start()
     return worker, thread
@@ -128,6 +131,40 @@ def test_a_job_whose_lease_cannot_be_renewed_is_stopped_before_its_lock_expires(
     assert worker.outcomes["completed"] == worker.outcomes["failed"] == 0
     (lost,) = sent.of("job_lock_lost")
     assert lost["reason"].startswith("fenced: its lease could not be renewed for")
+    assert not thread.is_alive()
+
+
+def test_at_concurrency_n_every_job_whose_lease_cannot_be_renewed_is_fenced_in_time(
+    proxy: FaultProxy, direct: Client, settings: Any, sent: SignalLog,
+) -> None:
+    direct.config.put("q-heartbeat", LEASE)
+    jids = [direct.queue("q").put("worker.until_stopped", {"args": [], "kwargs": {}})
+            for _ in range(3)]
+    STOPS.clear()
+    worker, thread = start_worker(settings, proxy, concurrency=3)
+    try:
+        # Every job renewed once (in one pipelined round trip per pass).
+        wait_for(lambda: worker.monitor.heartbeats >= 3, 10, every=0.01,
+                 what="a renewal of each job")
+        proxy.blackhole()
+        cut = time.time()
+        expiry = min(lock_expiry(direct, jid) for jid in jids)
+        wait_for(lambda: len([s for s in STOPS if s[0] == "stopped"]) == 3, 10, every=0.01,
+                 what="the fence to stop every job")
+    finally:
+        worker.stop.request("test over")
+        thread.join(30)
+    stopped = [(how, when) for event, how, when in STOPS if event == "stopped"]
+    assert [how for how, _ in stopped] == ["LeaseExpired"] * 3
+    for _, when in stopped:
+        assert cut < when < expiry
+        assert when <= expiry - margin_for(LEASE) + LATE
+    for jid in jids:
+        job = direct.get_job(jid)
+        assert job is not None and job.state == "running"  # left to expire
+    assert worker.outcomes["lock lost"] == 3
+    assert worker.outcomes["completed"] == worker.outcomes["failed"] == 0
+    assert len(sent.of("job_lock_lost")) == 3
     assert not thread.is_alive()
 
 

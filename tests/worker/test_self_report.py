@@ -18,8 +18,10 @@ def test_klasses_are_counted_by_outcome_busiest_first_and_capped() -> None:
 
 
 def test_settings_are_text_and_unset_ones_left_out() -> None:
-    options = WorkerOptions.from_settings(queues=("q",), time_limit=30.0, max_jobs=None)
+    options = WorkerOptions.from_settings(queues=("q",), time_limit=30.0, max_jobs=None,
+                                          concurrency=8)
     shown = dict(shown_settings(options))
     assert shown["time_limit"] == "30.0" and "max_jobs" not in shown
+    assert shown["concurrency"] == "8"
     assert shown["isolation"] == "none"
     assert all(isinstance(value, str) for value in shown.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import faulthandler
 import json
@@ -281,3 +282,55 @@ def stubborn(seconds: float = 4) -> str:
             STOPS.append(("stopped", type(exc).__name__, time.time()))
     STOPS.append(("end", "", time.time()))
     return "done"
+
+
+# Jobs for `--concurrency N`: they nap in short slices, so an interruption sent to a slot
+# thread (at its next bytecode) lands within one slice.
+
+
+def _nap(job: Job, seconds: float) -> None:
+    """Record the start, nap `seconds` in slices, record the end (or the interruption)."""
+    record(job, "start")
+    until = time.monotonic() + seconds
+    try:
+        while time.monotonic() < until:
+            time.sleep(0.02)
+    except BaseException as exc:
+        record(job, "stopped", how=type(exc).__name__)
+        raise
+    record(job, "end")
+
+
+@qless_job(name="worker.nap", takes_job=True)
+def nap(job: Job, seconds: float) -> None:
+    """A plain function that waits `seconds`."""
+    _nap(job, seconds)
+
+
+@qless_job(name="worker.nap_limited", takes_job=True, time_limit=0.5)
+def nap_limited(job: Job, seconds: float = 30) -> None:
+    """A plain function over its 0.5 s time limit."""
+    _nap(job, seconds)
+
+
+async def _anap(job: Job, seconds: float) -> None:
+    """`_nap` for a coroutine: awaits instead of sleeping."""
+    record(job, "start")
+    try:
+        await asyncio.sleep(seconds)
+    except BaseException as exc:
+        record(job, "stopped", how=type(exc).__name__)
+        raise
+    record(job, "end")
+
+
+@qless_job(name="worker.anap", takes_job=True)
+async def anap(job: Job, seconds: float) -> None:
+    """An `async def` job that waits `seconds`."""
+    await _anap(job, seconds)
+
+
+@qless_job(name="worker.anap_limited", takes_job=True, time_limit=0.5)
+async def anap_limited(job: Job, seconds: float = 30) -> None:
+    """An `async def` job over its 0.5 s time limit."""
+    await _anap(job, seconds)

@@ -19,6 +19,7 @@ from ...core import QlessError
 from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
 from ...worker.name_claim import check_free
+from ...worker.pool import build_worker, check_concurrency
 from ...worker.presence import TTL as PRESENCE_TTL
 from ...worker.reloading import run_with_reloader
 from ..early_signals import EARLY
@@ -29,8 +30,8 @@ logger = logging.getLogger("django_qless.worker")
 class Command(BaseCommand):
     help = (
         "Run a qless worker: pop jobs from the queues (in order, round-robin or shuffled) "
-        "and run them one at a time per process. SIGTERM/SIGINT stop it gracefully; a "
-        "second signal exits at once."
+        "and run them, up to --concurrency at once per process. SIGTERM/SIGINT stop it "
+        "gracefully; a second signal exits at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -44,6 +45,7 @@ class Command(BaseCommand):
         given = _given(parsed)
         try:
             settings = WorkerOptions.from_settings(**given)
+            check_concurrency(settings)
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         if parsed["sync_recurring"]:
@@ -65,7 +67,7 @@ class Command(BaseCommand):
         try:
             if settings.processes > 1:
                 return self._supervise(settings)
-            worker = Worker(settings)
+            worker = build_worker(settings)
             EARLY.hand_over(worker.handlers.receive)
             return worker.run()
         except (QlessError, ValueError) as exc:
@@ -83,7 +85,7 @@ class Command(BaseCommand):
 
         def run_child(slot: int) -> int:
             name = f"{settings.name}-{slot}" if settings.name else None
-            return Worker(settings.replace(name=name, parent_pid=parent)).run()
+            return build_worker(settings.replace(name=name, parent_pid=parent)).run()
 
         # Fail fast in the parent (bad queues, routing, Redis or clock, a worker name
         # another live process holds) before forking.

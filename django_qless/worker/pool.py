@@ -1,0 +1,234 @@
+"""A worker process that runs up to N jobs at once (`--concurrency N`, N > 1).
+
+Beside the serial `Worker` (which `--concurrency 1` keeps, unchanged): the same pieces,
+used per job. The loop pops as many jobs as there are free slots, in one round trip
+(one `pop.first` with a count under the `ordered` strategy; one pop per job, pipelined,
+under the others, so each takes the next queue in turn), and hands each to a slot
+(`slots`); while every slot is busy it does not poll but waits for one to free up. While
+the queues are empty it sleeps on the waker as the serial worker does, woken also when a
+job ends (a queue's `max-concurrency` may have let one through). `Renewals` renews every
+running job's lease in one round trip and stops each job alone. Each job's outcome is
+reported by its slot as soon as it ends. `--prefetch` does not apply: free slots are the
+pop-ahead. On a stop the loop pops nothing more and waits for the running jobs; the
+monitor hands back those still running at the shutdown timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+import redis
+
+from ..core import Job, LockLostError, QlessError, Queue, commands
+from ..exceptions import QlessConfigurationError
+from .completions import Completions
+from .fetcher import names
+from .interrupt import Interrupter
+from .loop import ERROR_PAUSE, Worker
+from .monitor import TICK
+from .options import WorkerOptions
+from .renewals import Renewals
+from .report import Outcome, hand_back
+from .round_trip import run_all
+from .runner import JobRunner
+from .slots import Slots
+from .wakeup import SLICE
+
+logger = logging.getLogger("django_qless.worker")
+
+#: Seconds past the shutdown timeout the worker waits for its interrupted jobs to end
+#: before it hands back those still running and exits.
+STUCK_GRACE = 0.25
+
+
+def check_concurrency(options: WorkerOptions) -> None:
+    """Refuse the combinations `--concurrency` does not support, before anything starts."""
+    if options.concurrency > 1 and options.isolation == "process":
+        raise QlessConfigurationError(
+            "--isolation process runs one job at a time per worker process: with it, use "
+            "--processes N instead of --concurrency (QLESS['WORKER']['CONCURRENCY'] "
+            f"{options.concurrency} with QLESS['WORKER']['ISOLATION'] 'process')")
+
+
+def build_worker(options: WorkerOptions) -> Worker:
+    """The serial worker for `--concurrency 1`, else one that runs N jobs at once."""
+    check_concurrency(options)
+    if options.concurrency > 1:
+        return PoolWorker(options)
+    return Worker(options)
+
+
+class PoolWorker(Worker):
+    """Runs up to `options.concurrency` jobs at once: threads, and tasks on one loop."""
+
+    def __init__(self, options: WorkerOptions) -> None:
+        check_concurrency(options)
+        super().__init__(options)
+        #: Replaces the serial monitor (never started): the same, for many jobs.
+        self.renewals = Renewals(
+            self.monitor_client, self.interrupter, self.stop,
+            shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
+            waker=None, fetcher=self.fetcher, presence=self.presence, crons=self.crons)
+        self.monitor = self.renewals
+        self.presence.current = lambda: None
+        self.presence.running_jobs = self.renewals.running
+        #: Sends the completions of jobs that end together in one round trip.
+        self.completions = Completions(self.client)
+        self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
+                           self._finished)
+        self.presence.swallowed = lambda: self.slots.swallowed
+        #: Guards the counts the slot threads update.
+        self._counting = threading.Lock()
+        #: Jobs started so far (`--max-jobs` counts them).
+        self.started = 0
+        self.waker.should_stop = lambda: self.stop.requested or self.slots.freed.is_set()
+
+    def _runner(self, interrupter: Interrupter) -> JobRunner:
+        """A slot's runner: its own interrupter and database hygiene, the shared monitor."""
+        return JobRunner(self.options, self.renewals, interrupter, self.runner.reporter)
+
+    def startup(self) -> None:
+        """As the serial worker, then start the slot threads."""
+        super().startup()
+        self.slots.start()
+
+    def shutdown(self) -> None:
+        """Wait for the running jobs (handed back at the shutdown timeout), then stop."""
+        self.slots.drain(self._stop_waiting)
+        self._hand_back_stuck()
+        super().shutdown()
+        # Idle slot threads end at once; one blocked in a job is not waited for.
+        self.slots.close(timeout=0.1 if self.slots.busy else 5.0)
+
+    def _stop_waiting(self) -> bool:
+        """True once the running jobs had their shutdown timeout and `STUCK_GRACE` more."""
+        if not self.renewals.is_alive():
+            return True
+        asked = self.stop.requested_at
+        return (asked is not None and time.monotonic()
+                >= asked + self.options.shutdown_timeout + STUCK_GRACE)
+
+    def _hand_back_stuck(self) -> None:
+        """Hand back the jobs still running after their interruption: a thread blocked in
+        one call cannot leave it, so the process's exit ends them."""
+        for running in self.renewals.running():
+            if running.lost is not None:
+                continue  # no longer ours: qless hands it out once its lock expires
+            logger.error("qless worker %s: job %s did not stop within %ss of its "
+                         "interruption (blocked in a call its thread cannot leave); handed "
+                         "back to queue %s, it ends with this process", self.name,
+                         running.job.jid, STUCK_GRACE, running.job.queue_name)
+            try:
+                hand_back(running.job, self.name, "worker shutdown", stuck=True)
+            except (redis.RedisError, QlessError) as exc:
+                logger.warning("qless worker %s: could not give back job %s (%s); its lock "
+                               "will expire", self.name, running.job.jid, exc)
+
+    def run_once(self) -> bool:
+        """Pop jobs for the free slots and start them; False when the queues gave none."""
+        free = self._wanted()
+        if free <= 0:
+            return True
+        self.slots.freed.clear()
+        jobs = self._pop(free)
+        for job in jobs:
+            self.waker.popped()
+            lease = max(float(job.expires) - self.client.now(), 1.0)
+            with self._counting:
+                self.started += 1
+            self.slots.submit(job, lease)
+        return bool(jobs)
+
+    def _wanted(self) -> int:
+        """How many jobs to pop: the free slots, none past `--max-jobs`."""
+        free = self.slots.free
+        if self.options.max_jobs is not None:
+            free = min(free, self.options.max_jobs - self.started)
+        return free
+
+    def _pop(self, count: int) -> list[Job]:
+        """Up to `count` jobs in one round trip, in the strategy's order."""
+        if not self.fetcher.lease_guard.safe:
+            return []
+        order = self.order
+        if self.options.strategy == "ordered":
+            asks: list[tuple[Sequence[Queue], int]] = [(order.round(), count)]
+        else:
+            asks = []
+            for _ in range(count):
+                queues = order.round()
+                order.served(queues[0])
+                asks.append((queues, 1))
+        replies = run_all(self.client, [commands.pop_first(names(queues), self.name, n)
+                                          for queues, n in asks])
+        jobs: list[Job] = []
+        for (queues, _), reply in zip(asks, replies, strict=True):
+            if isinstance(reply, Exception):
+                logger.warning("qless worker %s: pop from %s failed: %s", self.name,
+                               ", ".join(names(queues)), reply)
+                continue
+            jobs.extend(self.client.jobs_from_json(reply))
+        if jobs and self.options.strategy == "ordered":
+            first = jobs[0].queue_name
+            order.served(next(q for q in order.queues if q.name == first))
+        return jobs
+
+    def _finished(self, job: Job, outcome: Outcome, duration: float) -> None:
+        """A slot's job ended: complete it now if it succeeded, count it, check the limits."""
+        if outcome is Outcome.SUCCEEDED:
+            outcome = self._complete(job, duration)
+        with self._counting:
+            self.fetcher._count(job, outcome, duration)  # noqa: SLF001
+            self.fetcher.jobs_run += 1
+            jobs_run = self.fetcher.jobs_run
+        self.limits.check(jobs_run)
+
+    def _complete(self, job: Job, duration: float) -> Outcome:
+        """qless `complete`, sent as soon as the job returned (with those of the jobs that
+        ended at the same moment, `completions`)."""
+        answer = self.completions.complete(job)
+        error = answer if isinstance(answer, BaseException) else None
+        if error is not None and not isinstance(error, (LockLostError, redis.RedisError)):
+            # Any other script error: as the serial worker, the job is left to its lock.
+            error = redis.RedisError(str(error))
+        return self.runner.reporter.completed(job, duration, error)
+
+    def _loop(self) -> None:
+        """Fill the free slots; wait for one while all are busy; sleep when nothing comes."""
+        while not self.stop.requested:
+            if self._clock_stepped():
+                break
+            if self._wanted() <= 0:
+                self.slots.wait_freed(SLICE)
+                if self.options.max_jobs is not None and self.started >= self.options.max_jobs:
+                    self._drain_then_stop(f"max jobs ({self.options.max_jobs}) reached")
+                continue
+            round_started = self.client.now()
+            try:
+                ran = self.run_once()
+            except redis.RedisError as exc:
+                logger.warning("qless worker %s: Redis error (%s); retrying in %ss",
+                               self.name, exc, ERROR_PAUSE)
+                self._pause(ERROR_PAUSE)
+                continue
+            except Exception:
+                logger.exception("qless worker %s: unexpected error", self.name)
+                self._pause(ERROR_PAUSE)
+                continue
+            if ran:
+                continue
+            if self.options.burst:
+                if self.slots.free < self.slots.size:
+                    self.slots.freed.wait(TICK)  # a running job may release more
+                else:
+                    self._burst_empty()
+            elif not self.waker.listen():
+                self.waker.sleep(round_started)
+
+    def _drain_then_stop(self, reason: str) -> None:
+        """Every job this process may start has started: wait for them, then stop."""
+        self.slots.drain(lambda: self.stop.requested)
+        self.stop.request(reason)

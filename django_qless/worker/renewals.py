@@ -1,0 +1,197 @@
+"""The monitor of a worker that runs several jobs at once (`--concurrency N`).
+
+The same thread as the serial worker's `Monitor`, watching every running job instead of
+one: each has its own `RunningJob`, `Fence` and `Interrupter` (the slot thread's), so a
+lost lock, a refused renewal, a fence or a time limit stops that job alone. One renewal
+pass sends the heartbeats of every job that needs one in one pipelined round trip on the
+monitor's client (`core.batch.call_many`), so N running jobs cost one round trip per
+heartbeat interval, not N.
+
+Threads: `slot()`, `begin()` and `end()` are called by the slot threads; everything else
+runs in the monitor thread (or the fence watch), as in `Monitor`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from ..core import Job, LockLostError, commands
+from .interrupt import (
+    Interrupter,
+    JobInterrupted,
+    ShutdownTimeout,
+    TimeLimitExceeded,
+)
+from .monitor import RECENT, RECENT_TTL, TICK, Monitor
+from .round_trip import run_all
+from .state import RunningJob
+
+logger = logging.getLogger("django_qless.worker")
+
+#: A renewal pass also renews the jobs whose heartbeat is due within this share of
+#: their interval, so jobs started a moment apart share their round trips.
+EARLY_SHARE = 0.25
+
+
+class Renewals(Monitor):
+    """Heartbeats, lock-loss events, fences and deadlines for every job a process runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The running jobs by jid, and by the slot thread that runs them.
+        self.jobs: dict[str, RunningJob] = {}
+        self._threads: dict[int, RunningJob] = {}
+        self._interrupters: dict[int, Interrupter] = {}
+
+    def running(self) -> list[RunningJob]:
+        """Every job running now, oldest first."""
+        with self._lock:
+            return sorted(self.jobs.values(), key=lambda running: running.started)
+
+    # Called from the slot threads.
+
+    def slot(self, interrupter: Interrupter) -> None:
+        """The calling slot thread stops its jobs with `interrupter`."""
+        with self._lock:
+            self._interrupters[threading.get_ident()] = interrupter
+
+    def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None
+              ) -> RunningJob:
+        """Start watching a job the calling slot thread is about to run."""
+        running = self.watching(job, lease, interval, time_limit)
+        thread = threading.get_ident()
+        with self._lock:
+            running.interrupter = self._interrupters[thread]
+            self.jobs[job.jid] = running
+            self._threads[thread] = running
+            early = self._recent.pop(job.jid, None)
+        if early is not None and time.monotonic() - early[1] < RECENT_TTL:
+            running.lost = self._confirm_early(running, early[0])
+        if self.fences.is_alive() and running.lost is None and running.fence is not None:
+            self.fences.watch(running.fence, lambda fence: self._fenced(running, fence))
+        return running
+
+    def end(self) -> None:
+        """Stop watching the calling slot thread's job; a fence firing later leaves it alone."""
+        with self._lock:
+            running = self._threads.pop(threading.get_ident(), None)
+            if running is None:
+                return
+            self.jobs.pop(running.job.jid, None)
+            running.ended = True
+            if running.fence is not None:
+                self.fences.forget(running.fence)
+
+    # The monitor thread.
+
+    def _timeout(self) -> float:
+        """Until the first heartbeat, time limit or shutdown deadline of any job (at most TICK)."""
+        due = [TICK]
+        now = time.monotonic()
+        for running in self.running():
+            if running.interrupted is not None:
+                continue
+            due.append(running.next_heartbeat - now)
+            if running.deadline is not None:
+                due.append(running.deadline - now)
+            if self.stop.requested_at is not None:
+                due.append(self.stop.requested_at + self.shutdown_timeout - now)
+        return max(min(due), 0.001)
+
+    def _on_message(self, message: dict[str, Any]) -> None:
+        """A `lock_lost` or `canceled` event: stop that job if it runs here (it alone)."""
+        event = lock_event(message)
+        if event is None:
+            return
+        jid, kind = event
+        with self._lock:
+            running = self.jobs.get(jid)
+            if running is None:
+                self._recent[jid] = (kind, time.monotonic())
+                while len(self._recent) > RECENT:
+                    self._recent.popitem(last=False)
+                return
+        self._lose(running, kind)
+
+    def _interrupt(self, running: RunningJob, exc_class: type[JobInterrupted]) -> None:
+        """Send an interruption into one job, through its slot's interrupter (once)."""
+        with self._interrupting:
+            if running.interrupted is not None:
+                return
+            running.interrupted = exc_class.reason
+        interrupter = running.interrupter or self.interrupter
+        interrupter.interrupt(exc_class)
+
+    def _tick_job(self) -> None:
+        """Deadlines of every job, then one round trip for the heartbeats that are due."""
+        jobs = [running for running in self.running()
+                if running.interrupted is None and running.lost is None]
+        if not jobs:
+            return
+        if self.stop.requested and not self._announced:
+            self._announced = True
+            logger.info("qless worker %s: stopping (%s); waiting up to %ss for %s running "
+                        "job(s)", self.client.worker_name, self.stop.reason,
+                        self.shutdown_timeout, len(jobs))
+        now = time.monotonic()
+        stop_at = self.stop.requested_at
+        renewable = []
+        for running in jobs:
+            if running.deadline is not None and now >= running.deadline:
+                self._interrupt(running, TimeLimitExceeded)
+            elif stop_at is not None and now >= stop_at + self.shutdown_timeout:
+                self._interrupt(running, ShutdownTimeout)
+            else:
+                renewable.append(running)
+        if any(now >= running.next_heartbeat for running in renewable):
+            # Jobs due soon go along: started a moment apart, they would each cost a
+            # round trip of their own at every interval.
+            self._heartbeat_all([running for running in renewable if now >= running.next_heartbeat
+                                 - running.interval * EARLY_SHARE])
+
+    def _heartbeat_all(self, due: list[RunningJob]) -> None:
+        """Renew every due job's lock in one pipelined round trip; a refusal loses that job."""
+        now = time.monotonic()
+        for running in due:
+            running.next_heartbeat = now + running.interval
+        if self.fetcher is not None:
+            guard = self.fetcher.lease_guard
+            guard.poll(force=True)
+            if not guard.safe:
+                return  # as in `Monitor._heartbeat`: the fences stop the jobs in time
+        name = self.client.worker_name
+        sent, sent_wall = time.monotonic(), self.client.now()
+        replies = run_all(self.client, [commands.heartbeat(running.job.jid, name)
+                                          for running in due])
+        leases = self.fetcher.lease_guard.leases if self.fetcher is not None else {}
+        for running, reply in zip(due, replies, strict=True):
+            if isinstance(reply, LockLostError):
+                if not running.ended:
+                    self._lose(running, f"heartbeat refused: {reply.message}")
+            elif isinstance(reply, Exception):
+                logger.warning("qless worker %s: heartbeat of job %s failed: %s", name,
+                               running.job.jid, reply)
+            else:
+                running.job.expires = int(reply)
+                if running.fence is not None:
+                    running.fence.renewed(sent, int(reply) - sent_wall,
+                                          leases.get(running.job.queue_name))
+                self.heartbeats += 1
+        self.fences.moved()
+
+
+def lock_event(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(jid, event) of a `lock_lost` or `canceled` message on the worker channel, else None."""
+    if message.get("type") != "message":
+        return None
+    try:
+        payload = json.loads(message["data"])
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("event") not in ("lock_lost", "canceled"):
+        return None
+    return str(payload.get("jid")), str(payload["event"])

@@ -1,0 +1,26 @@
+"""Several script calls in one round trip, falling back to one call each when Redis lacks
+the script (a fresh or restarted Redis, SCRIPT FLUSH, a Redis without functions): the plain
+calls load it again, and the next round trip is shared again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..core import Client, Command, ScriptNotLoadedError
+from ..core.batch import call_many
+from ..core.exceptions import ScriptError
+
+
+def run_all(client: Client, commands: Sequence[Command]) -> list[Any]:
+    """Each command's reply, or its script error in place; a lost connection is raised."""
+    try:
+        return call_many(client, commands)
+    except ScriptNotLoadedError:
+        replies: list[Any] = []
+        for command in commands:
+            try:
+                replies.append(client.run(command))
+            except ScriptError as exc:
+                replies.append(exc)
+        return replies

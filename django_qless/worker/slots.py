@@ -1,0 +1,134 @@
+"""The slots of a worker that runs several jobs at once: N threads, one job each at a time.
+
+Each slot thread runs its jobs with its own `JobRunner` (its database connections,
+signals, fail/retry/hand-back) and its own `Interrupter`, without signals: a time limit,
+lost lock or fence reaches a plain function as an asynchronous exception
+(`PyThreadState_SetAsyncExc`, at its next bytecode) and an `async def` job as the
+cancellation of its task on the shared loop (`loop_thread`). The worker loop hands a
+slot a job only when one is free (`free`), so never more than N run at once, and is
+woken as soon as one ends (`wait_freed`) to pop again at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from django.db import connections
+
+from .. import coroutines
+from ..core import Job
+from .interrupt import Interrupter
+from .loop_thread import LoopThread, SlotCoroutines
+from .renewals import Renewals
+from .report import Outcome
+from .runner import JobRunner
+
+logger = logging.getLogger("django_qless.worker")
+
+#: What a slot calls with each job it ran: the job, its outcome, how long it ran.
+Finished = Callable[[Job, Outcome, float], None]
+#: Builds a slot's runner around its interrupter.
+RunnerFor = Callable[[Interrupter], JobRunner]
+
+
+class Slots:
+    """N slot threads taking jobs from one hand-off queue; counts the busy ones."""
+
+    def __init__(self, size: int, name: str, monitor: Renewals, runner_for: RunnerFor,
+                 finished: Finished) -> None:
+        self.size = size
+        self.name = name
+        self.monitor = monitor
+        self.runner_for = runner_for
+        self.finished = finished
+        #: The event loop of every `async def` job of the process.
+        self.loops = LoopThread(name)
+        self.busy = 0
+        #: Jobs that caught their interruption and returned (logged; on the worker page).
+        self.swallowed = 0
+        self._changed = threading.Condition()
+        self._handoff: queue.SimpleQueue[tuple[Job, float] | None] = queue.SimpleQueue()
+        #: Set when a job ends; the idle worker's sleep ends on it (cleared before a pop).
+        self.freed = threading.Event()
+        self._threads = [threading.Thread(target=self._serve, daemon=True,
+                                          name=f"qless-slot-{name}-{index}")
+                         for index in range(size)]
+
+    def start(self) -> None:
+        """Start the slot threads."""
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def free(self) -> int:
+        """Slots without a job."""
+        with self._changed:
+            return self.size - self.busy
+
+    def submit(self, job: Job, lease: float) -> None:
+        """Give a popped job to a free slot (the caller checked `free`)."""
+        with self._changed:
+            self.busy += 1
+        self._handoff.put((job, lease))
+
+    def wait_freed(self, timeout: float) -> None:
+        """Block until a slot is free (or `timeout` passes)."""
+        with self._changed:
+            if self.busy >= self.size:
+                self._changed.wait(timeout)
+
+    def drain(self, give_up: Callable[[], bool]) -> None:
+        """Block until no job runs, or `give_up()` says to stop waiting."""
+        with self._changed:
+            while self.busy and not give_up():
+                self._changed.wait(0.1)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the slot threads (each closes its database connections) and the loop; a
+        thread still blocked in a job is left to end with the process."""
+        for _ in self._threads:
+            self._handoff.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        self.loops.close()
+
+    def _serve(self) -> None:
+        """A slot thread: run the jobs handed to it until told to end."""
+        interrupter = Interrupter(use_signals=False)
+        runner = self.runner_for(interrupter)
+        self.monitor.slot(interrupter)
+        coroutines.install(SlotCoroutines(self.loops, interrupter))
+        try:
+            while (item := self._handoff.get()) is not None:
+                self._run(runner, interrupter, *item)
+        finally:
+            # Django's connections are per thread: this thread's would outlive it.
+            connections.close_all()
+
+    def _run(self, runner: JobRunner, interrupter: Interrupter, job: Job, lease: float
+             ) -> None:
+        """Run one job to its end and report it; the slot is free again after."""
+        started = time.monotonic()
+        outcome = Outcome.UNREPORTED
+        try:
+            outcome = runner.run(job, lease)
+            if interrupter.pending is not None and outcome is Outcome.SUCCEEDED:
+                with self._changed:
+                    self.swallowed += 1
+                logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
+                               "returned", self.name, job.jid, interrupter.pending.reason)
+            self.finished(job, outcome, runner.last_duration)
+        except Exception:
+            # A bug must not lose the slot: the job's lock expires and qless hands it out.
+            logger.exception("qless worker %s: unexpected error running job %s (%.1f s)",
+                             self.name, job.jid, time.monotonic() - started)
+        finally:
+            with self._changed:
+                self.busy -= 1
+                self._changed.notify_all()
+            self.freed.set()

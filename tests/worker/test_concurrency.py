@@ -1,0 +1,368 @@
+"""`qless_worker --concurrency N`: N jobs at once per process, every guarantee kept per job.
+
+Real worker subprocesses on the suite's redis-server, as in `test_shutdown`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+from django.core.management import CommandError, call_command
+from django.db import connections
+from django.db.backends.signals import connection_created
+
+from django_qless.core import Client
+from django_qless.core.presence import listed
+from django_qless.worker import Worker
+from django_qless.worker.pool import PoolWorker
+from django_qless.worker.round_trip import run_all
+from tests.support import wait_for
+
+from .conftest import WorkerProcess, job_state
+from .test_db import file_db  # noqa: F401 - the fixture
+
+Ledger = Callable[[], list[dict[str, Any]]]
+Spawn = Callable[..., WorkerProcess]
+Put = Callable[..., str]
+
+
+def events(ledger: Ledger, event: str) -> dict[str, dict[str, Any]]:
+    """The ledger's entries of one kind, by jid."""
+    return {entry["jid"]: entry for entry in ledger() if entry["event"] == event}
+
+
+def most_at_once(ledger: Ledger) -> tuple[int, list[float]]:
+    """The most jobs that ran at the same time, and every start and end time (sorted)."""
+    moments = sorted([(e["t"], 1) for e in events(ledger, "start").values()]
+                     + [(e["t"], -1) for e in events(ledger, "end").values()])
+    running, most = 0, 0
+    for _, step in moments:
+        running += step
+        most = max(most, running)
+    return most, [when for when, _ in moments]
+
+
+def all_state(qless: Client, jids: list[str], state: str) -> bool:
+    """True once every job is in `state`."""
+    return all(job_state(qless, jid) == state for jid in jids)
+
+
+@pytest.mark.parametrize("klass", ["worker.nap", "worker.anap"])
+def test_n_jobs_really_overlap(qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+                               klass: str) -> None:
+    jids = [put(klass, 1.0) for _ in range(8)]
+    worker = spawn("q", "--concurrency", "8", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    assert all_state(qless, jids, "complete"), worker.output()
+    starts, ends = events(ledger, "start"), events(ledger, "end")
+    assert set(starts) == set(ends) == set(jids)
+    # Serially they would take 8 s; at once, all start before the first one ends.
+    assert max(s["t"] for s in starts.values()) < min(e["t"] for e in ends.values())
+    assert max(e["t"] for e in ends.values()) - min(s["t"] for s in starts.values()) < 4.0
+    assert len({entry["pid"] for entry in starts.values()}) == 1  # one process
+
+
+def test_never_more_than_n_at_once_sync_and_async_together(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.nap" if i % 2 else "worker.anap", 0.5) for i in range(12)]
+    # A long poll: a slot that frees up is refilled at once, not at the next poll.
+    worker = spawn("q", "--concurrency", "4", "--burst", "--poll-interval", "30")
+    assert worker.wait(60) == 0, worker.output()
+    assert all_state(qless, jids, "complete"), worker.output()
+    most, moments = most_at_once(ledger)
+    assert most == 4  # both kinds share the 4 slots, and fill them
+    assert moments[-1] - moments[0] < 4.0  # 3 rounds of 0.5 s, not 3 polls
+
+
+@pytest.mark.parametrize("klass", ["worker.nap", "worker.anap"])
+def test_a_canceled_job_stops_alone_and_the_others_complete(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, klass: str,
+) -> None:
+    victim = put(klass, 30)
+    others = [put(klass, 2.0) for _ in range(3)]
+    worker = spawn("q", "--concurrency", "4")
+    wait_for(lambda: len(events(ledger, "start")) == 4, timeout=15)
+    qless.cancel(victim)  # the admin's cancel: qless publishes `canceled` to the worker
+    wait_for(lambda: victim in events(ledger, "stopped"), timeout=10)
+    assert events(ledger, "stopped")[victim]["how"] in ("LockLost", "CancelledError")
+    wait_for(lambda: all_state(qless, others, "complete"), timeout=15)
+    assert not set(others) & set(events(ledger, "stopped"))
+    assert qless.get_job(victim) is None  # canceled, and nothing written back for it
+    assert f"job {victim} stopped, its result discarded" in worker.output()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+
+
+@pytest.mark.parametrize("klass", ["worker.nap_limited", "worker.anap_limited"])
+def test_a_time_limit_stops_its_job_alone(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, klass: str,
+) -> None:
+    limited = put(klass, 30)
+    others = [put("worker.nap", 2.0), put("worker.anap", 2.0)]
+    worker = spawn("q", "--concurrency", "3", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    job = qless.get_job(limited)
+    assert job is not None and job.state == "failed"
+    assert job.failure is not None and job.failure.group == "q-TimeLimitExceeded"
+    stopped = events(ledger, "stopped")[limited]
+    assert stopped["t"] - events(ledger, "start")[limited]["t"] < 3.0
+    assert all_state(qless, others, "complete")
+
+
+def test_sigterm_waits_for_the_running_jobs_then_hands_back_the_rest(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    short = [put("worker.nap", 1.0), put("worker.anap", 1.0)]
+    long = [put("worker.nap", 60, retries=3), put("worker.anap", 60, retries=3)]
+    waiting = put("worker.noop")
+    worker = spawn("q", "--concurrency", "4", "--shutdown-timeout", "2")
+    wait_for(lambda: len(events(ledger, "start")) == 4, timeout=15)
+    sent_at = worker.signal(signal.SIGTERM)
+    assert worker.wait(20) == 0, worker.output()
+    assert 2.0 <= time.monotonic() - sent_at < 10.0
+    assert all_state(qless, short, "complete")
+    for jid in long:
+        job = qless.get_job(jid)
+        assert job is not None and job.state == "waiting", worker.output()
+        assert job.remaining == 3
+        assert "handed-back" in [entry.what for entry in job.history]
+    assert job_state(qless, waiting) == "waiting"  # never popped after the signal
+
+
+def test_max_jobs_counts_per_process_and_stops_after_draining(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.nap", 0.3) for _ in range(10)]
+    worker = spawn("q", "--concurrency", "4", "--max-jobs", "6")
+    assert worker.wait(30) == 0, worker.output()
+    done = [jid for jid in jids if job_state(qless, jid) == "complete"]
+    assert len(done) == 6
+    assert len(events(ledger, "start")) == 6  # none started and left behind
+
+
+def test_presence_lists_every_running_job(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = {put("worker.nap", 30), put("worker.anap", 30), put("worker.nap", 30)}
+    worker = spawn("q", "--concurrency", "3")
+    wait_for(lambda: len(events(ledger, "start")) == 3, timeout=15)
+
+    def shown() -> set[str]:
+        return {job.jid for entry in listed(qless) if entry.presence is not None
+                for job in entry.presence.running}
+
+    wait_for(lambda: shown() == jids, timeout=15)
+    worker.signal(signal.SIGTERM)
+    worker.signal(signal.SIGTERM)
+
+
+@pytest.mark.parametrize("options", [
+    {"concurrency": 4, "isolation": "process"},
+])
+def test_concurrency_with_process_isolation_is_refused_at_start(options: dict[str, Any]
+                                                                ) -> None:
+    with pytest.raises(CommandError, match="--isolation process.*--concurrency"):
+        call_command("qless_worker", "q", burst=True, verbosity=0, **options)
+
+
+def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings: Any,
+                                       put: Put) -> None:
+    from django_qless.worker.options import WorkerOptions  # noqa: PLC0415
+    from django_qless.worker.pool import build_worker  # noqa: PLC0415
+
+    settings.QLESS = {**qless_settings, "WORKER": {"CONCURRENCY": 5}}
+    options = WorkerOptions.from_settings(queues=("q",))
+    assert options.concurrency == 5
+    worker = build_worker(options)
+    assert isinstance(worker, PoolWorker) and worker.slots.size == 5
+    assert type(build_worker(options.replace(concurrency=1))).__name__ == "Worker"
+
+
+@pytest.mark.parametrize("max_age", [0, None])
+def test_slot_threads_leave_no_database_connection_open(
+    file_db: str,  # noqa: F811 - the fixture
+    put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
+) -> None:
+    connections.settings[file_db]["CONN_MAX_AGE"] = max_age
+    opened: list[tuple[str, Any]] = []
+
+    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.alias == file_db:
+            opened.append((threading.current_thread().name, connection))
+
+    connection_created.connect(note, weak=False)
+    try:
+        jids = [put("worker.touch_db", file_db) for _ in range(200)]
+        worker = run_worker("q", concurrency=8)
+    finally:
+        connection_created.disconnect(note)
+    assert isinstance(worker, PoolWorker)
+    assert all_state(qless, jids, "complete")
+    in_slots = [(name, wrapper) for name, wrapper in opened if name.startswith("qless-slot-")]
+    # Each slot thread has its own connections (persistent ones are reused between its
+    # jobs); every one is closed once the worker stopped.
+    assert len({name for name, _ in in_slots}) > 1
+    assert len({id(wrapper) for _, wrapper in in_slots}) > 1
+    if max_age is None:
+        assert len(in_slots) < len(jids)  # reused, not one per job
+    assert [name for name, wrapper in in_slots if wrapper.connection is not None] == []
+
+
+def test_sigkill_loses_nothing_and_reruns_at_most_the_jobs_in_flight(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    qless.config.put("q-heartbeat", 2)  # the killed worker's locks expire soon
+    qless.config.put("grace-period", 0)
+    jids = [put("worker.nap", 0.3) for _ in range(80)]
+    worker = spawn("q", "--concurrency", "20")
+    wait_for(lambda: len(events(ledger, "end")) >= 20, timeout=30)
+    worker.signal(signal.SIGKILL)
+    worker.wait(10)
+    # Running, or finished with its completion not yet in Redis, at the kill: what Redis
+    # still shows as running (the dead worker's locks last up to 2 s more).
+    started = {entry["jid"] for entry in ledger() if entry["event"] == "start"}
+    in_flight = {jid for jid in started if job_state(qless, jid) == "running"}
+    assert 0 < len(in_flight) <= 20
+    # Not --burst: the dead worker's jobs come back only once their locks expired.
+    again = spawn("q", "--concurrency", "20")
+    wait_for(lambda: all_state(qless, jids, "complete"), timeout=60)
+    again.signal(signal.SIGTERM)
+    assert again.wait(30) == 0, again.output()
+    starts: dict[str, int] = {}
+    for entry in ledger():
+        if entry["event"] == "start":
+            starts[entry["jid"]] = starts.get(entry["jid"], 0) + 1
+    assert set(starts) == set(jids)  # nothing lost
+    rerun = {jid for jid, count in starts.items() if count > 1}
+    assert rerun <= in_flight  # only the jobs in flight at the kill ran again
+
+
+def test_a_job_that_swallows_its_time_limit_is_logged_as_such(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    stubborn = put("worker.swallow_all", 1.5)  # time_limit 0.3, catches everything
+    other = put("worker.nap", 0.5)
+    worker = spawn("q", "--concurrency", "2")
+    wait_for(lambda: stubborn in events(ledger, "end"), timeout=15)
+    assert [e["event"] for e in ledger() if e["jid"] == stubborn][:2] == ["start", "swallowed"]
+    wait_for(lambda: "swallowed its interruption" in worker.output(), timeout=10)
+    assert (f"job {stubborn} swallowed its interruption (time limit exceeded) and returned"
+            in worker.output())
+    assert job_state(qless, other) == "complete"
+
+    def published() -> list[int]:
+        return [entry.presence.swallowed for entry in listed(qless)
+                if entry.presence is not None]
+
+    wait_for(lambda: published() == [1], timeout=15)  # for the worker page
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+
+
+def test_processes_times_concurrency_run_at_once(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    jids = [put("worker.nap", 3.0) for _ in range(8)]
+    worker = spawn("q", "--processes", "2", "--concurrency", "4", "--burst")
+    assert worker.wait(60) == 0, worker.output()
+    assert all_state(qless, jids, "complete")
+    starts, ends = events(ledger, "start"), events(ledger, "end")
+    assert max(s["t"] for s in starts.values()) < min(e["t"] for e in ends.values())
+    pids = [entry["pid"] for entry in starts.values()]
+    assert len(set(pids)) == 2 and all(pids.count(pid) == 4 for pid in set(pids))
+
+
+def test_completions_of_jobs_ending_together_share_round_trips(
+    qless: Client, put: Put, run_worker: Callable[..., Worker],
+) -> None:
+    jids = [put("worker.noop") for _ in range(300)]
+    worker = run_worker("q", concurrency=16)
+    assert isinstance(worker, PoolWorker)
+    assert all_state(qless, jids, "complete")
+    assert worker.outcomes["completed"] == 300
+    # One round trip per completion without sharing; jobs that end while one is under
+    # way go together in the next.
+    assert 0 < worker.completions.round_trips < 300
+
+
+def test_a_put_wakes_a_worker_whose_other_slots_are_busy(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    long = put("worker.nap", 30)
+    worker = spawn("q", "--concurrency", "4", "--poll-interval", "30")
+    wait_for(lambda: long in events(ledger, "start"), timeout=15)
+    time.sleep(1.0)  # the worker is asleep on the put events by now
+    put_at = time.time()
+    quick = put("worker.nap", 0.1)
+    wait_for(lambda: quick in events(ledger, "end"), timeout=10)
+    assert events(ledger, "start")[quick]["t"] - put_at < 2.0  # not the 30 s poll
+    assert long not in events(ledger, "end")  # it ran beside the long job
+    worker.signal(signal.SIGTERM)
+    worker.signal(signal.SIGTERM)
+
+
+def test_a_queue_max_concurrency_caps_the_slots_it_fills(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    qless.queue("q").max_concurrency = 2
+    jids = [put("worker.nap", 0.4) for _ in range(6)]
+    worker = spawn("q", "--concurrency", "6", "--burst")
+    assert worker.wait(60) == 0, worker.output()
+    assert all_state(qless, jids, "complete")
+    assert most_at_once(ledger)[0] == 2
+
+
+def test_one_renewal_pass_renews_every_running_job_in_one_round_trip(
+    qless: Client, put: Put, run_worker: Callable[..., Worker], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    qless.config.put("q-heartbeat", 3)  # a renewal every second
+    trips: list[int] = []
+
+    def counted(client: Client, commands: list[Any]) -> list[Any]:
+        trips.append(len(commands))
+        return run_all(client, commands)
+
+    # The real round trip, counted: how many heartbeats each one carried.
+    monkeypatch.setattr("django_qless.worker.renewals.run_all", counted)
+    jids = [put("worker.nap", 3.5) for _ in range(10)]
+    worker = run_worker("q", concurrency=10)
+    assert all_state(qless, jids, "complete")
+    assert worker.monitor.heartbeats == sum(trips) >= 20
+    # About three passes of 10 (one per second), not 30 round trips of one.
+    assert max(trips) == 10
+    assert len(trips) <= 6
+
+
+def test_a_redis_without_the_script_loaded_gets_it_again(
+    qless: Client, put: Put, spawn: Spawn, redis_client: redis.Redis,
+) -> None:
+    jids = [put("worker.nap", 0.2) for _ in range(6)]
+    # As after a Redis restart: the batched pops, heartbeats and completions fall back to
+    # plain calls, which load it again.
+    redis_client.script_flush()
+    redis_client.function_flush()
+    worker = spawn("q", "--concurrency", "3", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    assert all_state(qless, jids, "complete"), worker.output()
+
+
+def test_a_thread_blocked_in_one_call_is_handed_back_and_ends_with_the_process(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    blocked = put("worker.sleep", 60, retries=3)  # one time.sleep: no bytecode to stop at
+    worker = spawn("q", "--concurrency", "2", "--shutdown-timeout", "1")
+    wait_for(lambda: blocked in events(ledger, "start"), timeout=15)
+    sent_at = worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+    assert time.monotonic() - sent_at < 8.0  # the timeout, the grace, not the 60 s
+    job = qless.get_job(blocked)
+    assert job is not None and job.state == "waiting" and job.remaining == 3
+    assert "handed-back" in [entry.what for entry in job.history]
+    assert f"job {blocked} did not stop within" in worker.output()
