@@ -21,7 +21,6 @@ from ..core import Client, keys
 from ..core.presence import Presence, add_publication, text
 from ..exceptions import QlessConfigurationError
 
-
 logger = logging.getLogger("django_qless.worker")
 
 
