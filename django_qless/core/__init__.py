@@ -1,7 +1,7 @@
 """Django-free qless client: script loading, client, queues, jobs, events."""
 
 from . import commands, keys
-from .batch import Batch, Reply
+from .batch import Batch, Reply, call_many
 from .client import Client
 from .commands import Command
 from .config import Config
@@ -87,6 +87,7 @@ __all__ = [
     "WorkerCounts",
     "WorkerJobs",
     "Workers",
+    "call_many",
     "commands",
     "keys",
     "script_sha",

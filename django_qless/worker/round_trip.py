@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import Client, Command, ScriptNotLoadedError
-from ..core.batch import call_many
-from ..core.exceptions import ScriptError
+from ..core import Client, Command, ScriptError, ScriptNotLoadedError, call_many
 
 
 def run_all(client: Client, commands: Sequence[Command]) -> list[Any]:
