@@ -191,24 +191,28 @@ class Worker:
 
     # The loop.
 
+    def _round(self) -> bool | None:
+        """One `run_once`: whether it ran a job, or None after an error (logged, paused)."""
+        try:
+            return self.run_once()
+        except redis.RedisError as exc:
+            logger.warning("qless worker %s: Redis error (%s); retrying in %ss",
+                           self.name, exc, ERROR_PAUSE)
+        except Exception:
+            # A bug must not kill the worker: the job's lock expires and qless hands
+            # it out again (and fails it once its retries are spent).
+            logger.exception("qless worker %s: unexpected error", self.name)
+        self._pause(ERROR_PAUSE)
+        return None
+
     def _loop(self) -> None:
         """Pop and run until asked to stop; sleep on events when there is nothing to do."""
         while not self.stop.requested:
             if self._clock_stepped():
                 break
             round_started = self.client.now()
-            try:
-                ran = self.run_once()
-            except redis.RedisError as exc:
-                logger.warning("qless worker %s: Redis error (%s); retrying in %ss",
-                               self.name, exc, ERROR_PAUSE)
-                self._pause(ERROR_PAUSE)
-                continue
-            except Exception:
-                # A bug must not kill the worker: the job's lock expires and qless hands
-                # it out again (and fails it once its retries are spent).
-                logger.exception("qless worker %s: unexpected error", self.name)
-                self._pause(ERROR_PAUSE)
+            ran = self._round()
+            if ran is None:
                 continue
             if ran:
                 continue

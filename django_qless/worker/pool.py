@@ -27,7 +27,7 @@ from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
 from .interrupt import Interrupter
-from .loop import ERROR_PAUSE, Worker
+from .loop import Worker
 from .monitor import TICK
 from .options import WorkerOptions
 from .renewals import Renewals
@@ -207,16 +207,8 @@ class PoolWorker(Worker):
                     self._drain_then_stop(f"max jobs ({self.options.max_jobs}) reached")
                 continue
             round_started = self.client.now()
-            try:
-                ran = self.run_once()
-            except redis.RedisError as exc:
-                logger.warning("qless worker %s: Redis error (%s); retrying in %ss",
-                               self.name, exc, ERROR_PAUSE)
-                self._pause(ERROR_PAUSE)
-                continue
-            except Exception:
-                logger.exception("qless worker %s: unexpected error", self.name)
-                self._pause(ERROR_PAUSE)
+            ran = self._round()
+            if ran is None:
                 continue
             if ran:
                 continue
