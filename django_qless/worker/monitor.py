@@ -269,25 +269,24 @@ class Monitor(threading.Thread):
                 pass
 
     def _on_message(self, message: dict[str, Any]) -> None:
-        """A `lock_lost` or `canceled` event: stop the job if it is the running one."""
-        if message.get("type") != "message":
+        """A `lock_lost` or `canceled` event: stop that job if it runs here."""
+        event = lock_event(message)
+        if event is None:
             return
-        data = message["data"]
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return
-        if not isinstance(payload, dict) or payload.get("event") not in ("lock_lost", "canceled"):
-            return
-        jid, event = str(payload.get("jid")), str(payload["event"])
+        jid, kind = event
         with self._lock:
-            running = self.current
-            if running is None or running.job.jid != jid:
-                self._recent[jid] = (event, time.monotonic())
+            running = self._running_job(jid)
+            if running is None:
+                self._recent[jid] = (kind, time.monotonic())
                 while len(self._recent) > RECENT:
                     self._recent.popitem(last=False)
                 return
-        self._lose(running, event)
+        self._lose(running, kind)
+
+    def _running_job(self, jid: str) -> RunningJob | None:
+        """The running job of that jid, if it runs here (called under `_lock`)."""
+        running = self.current
+        return running if running is not None and running.job.jid == jid else None
 
     def _lose(self, running: RunningJob, reason: str) -> None:
         """Record that the running job is no longer ours and stop it."""
@@ -301,7 +300,8 @@ class Monitor(threading.Thread):
             if running.interrupted is not None:
                 return
             running.interrupted = exc_class.reason
-        self.interrupter.interrupt(exc_class)
+        # A pool's job is interrupted through its slot's own interrupter.
+        (running.interrupter or self.interrupter).interrupt(exc_class)
 
     def _fenced(self, running: RunningJob, fence: Fence) -> None:
         """The job's lease ran out unrenewed (minus the margin): stop it; it is not ours."""
@@ -395,3 +395,16 @@ class Monitor(threading.Thread):
             lease = self.fetcher.lease_guard.leases.get(job.queue_name) if self.fetcher else None
             running.fence.renewed(sent, expires - sent_wall, lease)
             self.fences.moved()
+
+
+def lock_event(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(jid, event) of a `lock_lost` or `canceled` message on the worker channel, else None."""
+    if message.get("type") != "message":
+        return None
+    try:
+        payload = json.loads(message["data"])
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("event") not in ("lock_lost", "canceled"):
+        return None
+    return str(payload.get("jid")), str(payload["event"])

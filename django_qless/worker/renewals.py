@@ -13,7 +13,6 @@ runs in the monitor thread (or the fence watch), as in `Monitor`.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,11 +21,10 @@ from typing import Any
 from ..core import Job, LockLostError, commands
 from .interrupt import (
     Interrupter,
-    JobInterrupted,
     ShutdownTimeout,
     TimeLimitExceeded,
 )
-from .monitor import RECENT, RECENT_TTL, TICK, Monitor
+from .monitor import RECENT_TTL, TICK, Monitor
 from .round_trip import run_all
 from .state import RunningJob
 
@@ -102,29 +100,9 @@ class Renewals(Monitor):
                 due.append(self.stop.requested_at + self.shutdown_timeout - now)
         return max(min(due), 0.001)
 
-    def _on_message(self, message: dict[str, Any]) -> None:
-        """A `lock_lost` or `canceled` event: stop that job if it runs here (it alone)."""
-        event = lock_event(message)
-        if event is None:
-            return
-        jid, kind = event
-        with self._lock:
-            running = self.jobs.get(jid)
-            if running is None:
-                self._recent[jid] = (kind, time.monotonic())
-                while len(self._recent) > RECENT:
-                    self._recent.popitem(last=False)
-                return
-        self._lose(running, kind)
-
-    def _interrupt(self, running: RunningJob, exc_class: type[JobInterrupted]) -> None:
-        """Send an interruption into one job, through its slot's interrupter (once)."""
-        with self._interrupting:
-            if running.interrupted is not None:
-                return
-            running.interrupted = exc_class.reason
-        interrupter = running.interrupter or self.interrupter
-        interrupter.interrupt(exc_class)
+    def _running_job(self, jid: str) -> RunningJob | None:
+        """The running job of that jid among this process's jobs (called under `_lock`)."""
+        return self.jobs.get(jid)
 
     def _tick_job(self) -> None:
         """Deadlines of every job, then one round trip for the heartbeats that are due."""
@@ -182,16 +160,3 @@ class Renewals(Monitor):
                                           leases.get(running.job.queue_name))
                 self.heartbeats += 1
         self.fences.moved()
-
-
-def lock_event(message: dict[str, Any]) -> tuple[str, str] | None:
-    """(jid, event) of a `lock_lost` or `canceled` message on the worker channel, else None."""
-    if message.get("type") != "message":
-        return None
-    try:
-        payload = json.loads(message["data"])
-    except ValueError:
-        return None
-    if not isinstance(payload, dict) or payload.get("event") not in ("lock_lost", "canceled"):
-        return None
-    return str(payload.get("jid")), str(payload["event"])
