@@ -9,7 +9,9 @@ the `now` the request carries, so a reply that comes back late says nothing of t
 time already spent. The pop counts as the first renewal (its job carries its expiry).
 
 `FenceWatch` is one thread that calls a fence's `on_due` when its deadline passes. It
-never talks to Redis, so a renewal hanging on a dead connection cannot delay it.
+never talks to Redis, so a renewal hanging on a dead connection cannot delay it. It is
+woken only when a deadline comes before the one it sleeps to: a job that starts (or is
+renewed) with a later deadline waits for that wake, so short jobs cost it nothing.
 """
 
 from __future__ import annotations
@@ -104,16 +106,26 @@ class FenceWatch(threading.Thread):
         self._watched: dict[int, tuple[Fence, Callable[[Fence], None]]] = {}
         self._changed = threading.Condition()
         self._halted = False
+        #: The deadline the thread sleeps until (None: until it is told of one).
+        self._wakes_at: float | None = None
 
     def watch(self, fence: Fence, on_due: Callable[[Fence], None]) -> None:
         """Start watching a fence (of a job that just started)."""
         with self._changed:
             self._watched[id(fence)] = (fence, on_due)
-            self._changed.notify()
+            self._wake_for(fence.deadline)
 
-    def moved(self) -> None:
-        """A deadline moved (a renewal, perhaps to a shorter lease): look again."""
+    def moved(self, deadline: float) -> None:
+        """A watched fence's deadline is now `deadline` (a renewal, perhaps to a shorter
+        lease): wake the thread if it sleeps past it."""
         with self._changed:
+            self._wake_for(deadline)
+
+    def _wake_for(self, deadline: float) -> None:
+        """Wake the thread if it would sleep past `deadline` (the lock is held)."""
+        # Waking it costs the job threads the GIL: only when it would be late otherwise.
+        if self._wakes_at is None or deadline < self._wakes_at:
+            self._wakes_at = deadline
             self._changed.notify()
 
     def forget(self, fence: Fence) -> None:
@@ -139,7 +151,9 @@ class FenceWatch(threading.Thread):
                     del self._watched[id(fence)]
                 if not due:
                     deadlines = [fence.deadline for fence, _ in self._watched.values()]
-                    self._changed.wait(min(deadlines) - now if deadlines else None)
+                    self._wakes_at = min(deadlines) if deadlines else None
+                    self._changed.wait(None if self._wakes_at is None
+                                       else self._wakes_at - now)
                     continue
             for fence, on_due in due:
                 try:

@@ -394,7 +394,7 @@ class Monitor(threading.Thread):
         if running.fence is not None:
             lease = self.fetcher.lease_guard.leases.get(job.queue_name) if self.fetcher else None
             running.fence.renewed(sent, expires - sent_wall, lease)
-            self.fences.moved()
+            self.fences.moved(running.fence.deadline)
 
 
 def lock_event(message: dict[str, Any]) -> tuple[str, str] | None:

@@ -158,5 +158,5 @@ class Renewals(Monitor):
                 if running.fence is not None:
                     running.fence.renewed(sent, int(reply) - sent_wall,
                                           leases.get(running.job.queue_name))
+                    self.fences.moved(running.fence.deadline)
                 self.heartbeats += 1
-        self.fences.moved()

@@ -21,7 +21,7 @@ import redis.sentinel
 from django_qless.connection import reset_clients
 from django_qless.core import Client
 from django_qless.worker import Worker
-from django_qless.worker.fence import Fence, margin_for
+from django_qless.worker.fence import Fence, FenceWatch, margin_for
 from django_qless.worker.monitor_redis import DEFAULT_TIMEOUT, monitor_redis, monitor_timeout
 from django_qless.worker.options import WorkerOptions
 from django_qless.worker.pool import build_worker
@@ -92,6 +92,37 @@ def lock_expiry(direct: Client, jid: str) -> float:
     score = direct.redis.zscore("ql:q:q-locks", jid)
     assert score is not None
     return float(score)
+
+
+def test_the_watch_fires_an_earlier_deadline_on_time_while_it_sleeps_to_a_later_one() -> None:
+    """The watch is woken only for deadlines before the one it sleeps to: a job started
+    with a later deadline costs nothing, one with an earlier deadline (or moved earlier by
+    a renewal to a shorter lease) still fires on time."""
+    fired: dict[str, float] = {}
+    watch = FenceWatch("test")
+    watch.start()
+    try:
+        def note(fence: Fence) -> None:
+            fired[fence.jid] = time.monotonic()
+
+        now = time.monotonic()
+        late = Fence("late", lease=60, expires_in=60, sent=now)  # fires in 54 s
+        watch.watch(late, note)
+        later = Fence("later", lease=60, expires_in=90, sent=now)
+        watch.watch(later, note)
+        soon = Fence("soon", lease=2, expires_in=0.8, sent=now)  # fires in 0.3 s
+        watch.watch(soon, note)
+        moving = Fence("moving", lease=60, expires_in=60, sent=now)
+        watch.watch(moving, note)
+        moving.renewed(now, 6.7, lease=None)  # a shorter lease: fires in 0.7 s (margin 6)
+        watch.moved(moving.deadline)
+        wait_for(lambda: "moving" in fired, timeout=3)
+        assert fired["soon"] - soon.deadline < LATE
+        assert fired["moving"] - moving.deadline < LATE
+        assert "late" not in fired and "later" not in fired
+    finally:
+        watch.halt()
+        watch.join(2)
 
 
 @pytest.mark.parametrize("fault", ["blackhole", "replies", "reset"])
