@@ -26,6 +26,7 @@ from ..core import Job, LockLostError, QlessError, Queue, commands
 from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
+from .held import Held
 from .interrupt import Interrupter
 from .loop import Worker
 from .monitor import TICK
@@ -134,12 +135,12 @@ class PoolWorker(Worker):
             return True
         self.slots.freed.clear()
         jobs = self._pop(free)
+        now, clock = time.monotonic(), self.client.now()
         for job in jobs:
             self.waker.popped()
-            lease = max(float(job.expires) - self.client.now(), 1.0)
             with self._counting:
                 self.started += 1
-            self.slots.submit(job, lease)
+            self.slots.submit(Held(job, now, float(job.expires) - clock))
         return bool(jobs)
 
     def _wanted(self) -> int:

@@ -20,7 +20,9 @@ from django.db.backends.signals import connection_created
 from django_qless.core import Client
 from django_qless.core.presence import listed
 from django_qless.worker import Worker
+from django_qless.worker.fence import FenceWatch
 from django_qless.worker.pool import PoolWorker
+from django_qless.worker.renewals import Renewals
 from django_qless.worker.round_trip import run_all
 from tests.support import wait_for
 
@@ -366,3 +368,48 @@ def test_a_thread_blocked_in_one_call_is_handed_back_and_ends_with_the_process(
     assert job is not None and job.state == "waiting" and job.remaining == 3
     assert "handed-back" in [entry.what for entry in job.history]
     assert f"job {blocked} did not stop within" in worker.output()
+
+
+def test_a_job_whose_lease_ran_out_before_its_slot_started_it_is_not_run(
+    qless: Client, put: Put, run_worker: Callable[..., Worker], ledger: Ledger,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    qless.config.put("q-heartbeat", 2)
+    qless.config.put("grace-period", 0)
+    jid = put("worker.nap", 0.1)
+    other = Client(qless.redis, worker_name="other")
+    popped, read, watch = PoolWorker._pop, Renewals._read, FenceWatch.watch  # noqa: SLF001
+    frozen = threading.Event()
+
+    def stalled(worker: PoolWorker, count: int) -> list[Any]:
+        # The process stands still between the pop and the slot's start (SIGSTOP, a VM
+        # pause): the lease runs out and another worker takes the job. Once it resumes,
+        # the slot thread runs first: its monitor and fence threads get going a second
+        # later, the `lock_lost` sent meanwhile still unread.
+        jobs = popped(worker, count)
+        if jobs:
+            frozen.set()
+            time.sleep(2.5)
+            assert [job.jid for job in other.queue("q").pop()] == [jid]
+            threading.Timer(1.0, frozen.clear).start()
+        return jobs
+
+    def still_reading(monitor: Renewals, timeout: float) -> dict[str, Any] | None:
+        if frozen.is_set():
+            time.sleep(min(timeout, 0.05))
+            return None
+        return read(monitor, timeout)
+
+    def still_watching(fences: FenceWatch, *args: Any) -> None:
+        if not frozen.is_set():
+            watch(fences, *args)
+
+    monkeypatch.setattr(PoolWorker, "_pop", stalled)
+    monkeypatch.setattr(Renewals, "_read", still_reading)
+    monkeypatch.setattr(FenceWatch, "watch", still_watching)
+    worker = run_worker("q", concurrency=2)
+    assert events(ledger, "start") == {}  # never started here: it is the other's now
+    assert worker.outcomes["lock lost"] == 1
+    job = qless.get_job(jid)
+    assert job is not None and (job.state, job.worker) == ("running", "other")
+
