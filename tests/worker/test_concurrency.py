@@ -413,3 +413,27 @@ def test_a_job_whose_lease_ran_out_before_its_slot_started_it_is_not_run(
     job = qless.get_job(jid)
     assert job is not None and (job.state, job.worker) == ("running", "other")
 
+
+@pytest.mark.parametrize("cleanup", [1.0, 2.5])
+def test_a_job_taken_back_runs_again_only_once_its_first_run_stopped(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, cleanup: float,
+) -> None:
+    qless.config.put("q-heartbeat", 3)  # renewed every second; fenced near the 3 s lease
+    qless.config.put("grace-period", 0)
+    jid = put("worker.nap_cleanup", 5.0, cleanup)
+    worker = spawn("q", "--concurrency", "2", "--poll-interval", "0.1")
+    wait_for(lambda: jid in events(ledger, "start"), timeout=15)
+    # Handed to the next pop at once: this worker's, from its free slot, while the first
+    # run still takes `cleanup` seconds to stop.
+    qless.timeout(jid)
+    wait_for(lambda: job_state(qless, jid) == "complete", timeout=30)
+    runs = [entry for entry in ledger() if entry["jid"] == jid]
+    assert [entry["event"] for entry in runs] == ["start", "stopped", "start", "end"]
+    # Never two runs of the job at once; the second, longer than its lease, was renewed
+    # throughout (not fenced) and completed.
+    assert runs[2]["t"] >= runs[1]["t"]
+    assert runs[1]["how"] == "LockLost"
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+    # Past half its lease the second pop is not run: the lock expires, qless hands it out.
+    assert ("has not stopped yet; not run" in worker.output()) == (cleanup > 1.5)

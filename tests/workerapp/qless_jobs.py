@@ -288,14 +288,16 @@ def stubborn(seconds: float = 4) -> str:
 # thread (at its next bytecode) lands within one slice.
 
 
-def _nap(job: Job, seconds: float) -> None:
-    """Record the start, nap `seconds` in slices, record the end (or the interruption)."""
+def _nap(job: Job, seconds: float, cleanup: float = 0.0) -> None:
+    """Record the start, nap `seconds` in slices, record the end (or the interruption,
+    after `cleanup` seconds of tidying up)."""
     record(job, "start")
     until = time.monotonic() + seconds
     try:
         while time.monotonic() < until:
             time.sleep(0.02)
     except BaseException as exc:
+        time.sleep(cleanup)
         record(job, "stopped", how=type(exc).__name__)
         raise
     record(job, "end")
@@ -305,6 +307,12 @@ def _nap(job: Job, seconds: float) -> None:
 def nap(job: Job, seconds: float) -> None:
     """A plain function that waits `seconds`."""
     _nap(job, seconds)
+
+
+@qless_job(name="worker.nap_cleanup", takes_job=True)
+def nap_cleanup(job: Job, seconds: float, cleanup: float) -> None:
+    """`nap`, taking `cleanup` seconds to stop once interrupted."""
+    _nap(job, seconds, cleanup)
 
 
 @qless_job(name="worker.nap_limited", takes_job=True, time_limit=0.5)
