@@ -6,6 +6,13 @@ that took the job waits for its task (`SlotCoroutines.run`); an interruption (ti
 limit, lost lock, fence, shutdown timeout) cancels that task alone through the slot's
 `Interrupter.cancel_with`, and the slot waits until the cancellation is done, so the job
 is over when its outcome is reported.
+
+Each job's coroutine runs in a `ThreadSensitiveContext` of its own, as Django's ASGI
+handler runs each request: its thread-sensitive `sync_to_async` calls (Django's async ORM
+among them) go to a thread of its own, not to the one thread asgiref otherwise shares
+between every coroutine of the process (one database connection for all the async jobs
+at once, never checked or closed). The job's database connections are closed when it
+ends, as its thread ends with it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ import asyncio
 import threading
 from collections.abc import Coroutine
 from typing import Any
+
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
+from django.db import connections
 
 from .interrupt import Interrupter
 
@@ -70,7 +80,7 @@ class SlotCoroutines:
         tasks: list[asyncio.Task[Any]] = []
 
         def start() -> None:
-            task = loop.create_task(coroutine)
+            task = loop.create_task(in_own_context(coroutine))
             task.add_done_callback(lambda _: done.set())
             tasks.append(task)
 
@@ -94,3 +104,15 @@ class SlotCoroutines:
         if error is not None:
             raise error
         return task.result()
+
+
+async def in_own_context(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Await a job's coroutine with a thread of its own for its thread-sensitive sync calls;
+    the database connections they opened are closed when it ends."""
+    async with ThreadSensitiveContext() as context:
+        try:
+            return await coroutine
+        finally:
+            # No thread was started unless the job made such a call: nothing to close.
+            if context in getattr(SyncToAsync, "context_to_thread_executor", (context,)):
+                await sync_to_async(connections.close_all)()

@@ -217,6 +217,34 @@ def test_slot_threads_leave_no_database_connection_open(
     assert [name for name, wrapper in in_slots if wrapper.connection is not None] == []
 
 
+@pytest.mark.parametrize("max_age", [0, None])
+def test_an_async_jobs_database_calls_get_a_thread_whose_connections_close_with_the_job(
+    file_db: str,  # noqa: F811 - the fixture
+    put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
+) -> None:
+    connections.settings[file_db]["CONN_MAX_AGE"] = max_age
+    opened: list[tuple[str, Any]] = []
+
+    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.alias == file_db:
+            opened.append((threading.current_thread().name, connection))
+
+    connection_created.connect(note, weak=False)
+    try:
+        jids = [put("worker.atouch_db", file_db) for _ in range(12)]
+        run_worker("q", concurrency=4)
+    finally:
+        connection_created.disconnect(note)
+    assert all_state(qless, jids, "complete")
+    in_jobs = [(name, wrapper) for name, wrapper in opened
+               if name not in ("MainThread", "qless-outbox-sweeper")]
+    # As Django's ASGI handler gives each request: a thread of its own for the job's
+    # `sync_to_async` calls (not one shared by every async job of the process), and its
+    # connections closed when the job ends (the thread ends with it), even persistent ones.
+    assert len({name for name, _ in in_jobs}) == len(in_jobs) == len(jids)
+    assert [name for name, wrapper in in_jobs if wrapper.connection is not None] == []
+
+
 def test_sigkill_loses_nothing_and_reruns_at_most_the_jobs_in_flight(
     qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
 ) -> None:

@@ -12,6 +12,7 @@ import signal
 import time
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 
 from django_qless.core import Job, RetryJob
@@ -161,6 +162,12 @@ def touch_db(alias: str) -> None:
     """Opens a database connection and leaves it open."""
     with connections[alias].cursor() as cursor:
         cursor.execute("SELECT 1")
+
+
+@qless_job(name="worker.atouch_db")
+async def atouch_db(alias: str) -> None:
+    """`touch_db` from an `async def` job, through `sync_to_async`."""
+    await sync_to_async(touch_db.func)(alias)
 
 
 @qless_job(name="worker.db_state", takes_job=True)
