@@ -7,12 +7,11 @@ limit, lost lock, fence, shutdown timeout) cancels that task alone through the s
 `Interrupter.cancel_with`, and the slot waits until the cancellation is done, so the job
 is over when its outcome is reported.
 
-Each job's coroutine runs in a `ThreadSensitiveContext` of its own, as Django's ASGI
-handler runs each request: its thread-sensitive `sync_to_async` calls (Django's async ORM
-among them) go to a thread of its own, not to the one thread asgiref otherwise shares
-between every coroutine of the process (one database connection for all the async jobs
-at once, never checked or closed). The job's database connections are closed when it
-ends, as its thread ends with it.
+While its task runs, the slot thread runs the job's thread-sensitive `sync_to_async`
+calls (Django's async ORM among them), as `async_to_sync` makes the calling thread do:
+an async job uses its slot's database connections, checked and closed around it as a
+plain function's are, not the one thread (and one never-checked connection) asgiref
+would otherwise share between every coroutine of the process.
 """
 
 from __future__ import annotations
@@ -20,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, cast
 
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
-from django.db import connections
+from asgiref.current_thread_executor import CurrentThreadExecutor
+from asgiref.sync import AsyncToSync
 
 from .interrupt import Interrupter
 
@@ -76,12 +76,13 @@ class SlotCoroutines:
     def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         """Await `coroutine` as a task; `JobInterrupted` once it was cancelled for a reason."""
         loop = self.loops.loop
-        done = threading.Event()
+        executor = current_thread_executor()
+        done: Future[None] = Future()
         tasks: list[asyncio.Task[Any]] = []
 
         def start() -> None:
-            task = loop.create_task(in_own_context(coroutine))
-            task.add_done_callback(lambda _: done.set())
+            task = loop.create_task(served_by(executor, coroutine))
+            task.add_done_callback(lambda _: done.set_result(None))
             tasks.append(task)
 
         # `start` is queued first, so the task exists when a cancel comes after it.
@@ -89,7 +90,7 @@ class SlotCoroutines:
         self.interrupter.cancel_with(
             lambda: loop.call_soon_threadsafe(lambda: tasks[0].cancel()))
         try:
-            done.wait()
+            executor.run_until_future(done)  # the job's sync calls, until its task ended
         finally:
             self.interrupter.cancel_with(None)
         task = tasks[0]
@@ -106,13 +107,20 @@ class SlotCoroutines:
         return task.result()
 
 
-async def in_own_context(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Await a job's coroutine with a thread of its own for its thread-sensitive sync calls;
-    the database connections they opened are closed when it ends."""
-    async with ThreadSensitiveContext() as context:
-        try:
-            return await coroutine
-        finally:
-            # No thread was started unless the job made such a call: nothing to close.
-            if context in getattr(SyncToAsync, "context_to_thread_executor", (context,)):
-                await sync_to_async(connections.close_all)()
+
+async def served_by(executor: CurrentThreadExecutor, coroutine: Coroutine[Any, Any, Any]
+                    ) -> Any:
+    """Await `coroutine`, its thread-sensitive sync calls sent to `executor` (this task's
+    context only: asgiref looks there first, as under `async_to_sync`)."""
+    AsyncToSync.executors.current = executor
+    return await coroutine
+
+
+def current_thread_executor() -> CurrentThreadExecutor:
+    """A `CurrentThreadExecutor` of the calling thread (asgiref 3.9 and later take the one
+    it stands in for: none here)."""
+    make: Any = CurrentThreadExecutor
+    try:
+        return cast(CurrentThreadExecutor, make(None))
+    except TypeError:
+        return cast(CurrentThreadExecutor, make())
