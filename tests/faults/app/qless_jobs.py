@@ -10,6 +10,7 @@ import time
 from django_qless.core import Job
 from django_qless.decorators import qless_job
 from tests.faults import ledger
+from tests.faults.app.models import Touch
 
 #: Longest single sleep of a job: a slot thread's interruption (`--concurrency` N > 1)
 #: takes effect between calls, never inside one (docs/pages/worker.md), so jobs nap in
@@ -65,6 +66,26 @@ async def awork(job: Job, ms: float = 0) -> None:
     except BaseException:
         ledger.record(job, "abort")
         raise
+    ledger.record(job, "end")
+
+
+@qless_job(name="faults.touch_db", takes_job=True)
+def touch_db(job: Job) -> None:
+    """Write a row through the ORM and read it back (on the slot thread's connection)."""
+    ledger.record(job, "start")
+    Touch.objects.create(jid=job.jid, pid=os.getpid())
+    if not Touch.objects.filter(jid=job.jid).exists():
+        raise LookupError(f"the row of {job.jid} is not there")
+    ledger.record(job, "end")
+
+
+@qless_job(name="faults.atouch_db", takes_job=True)
+async def atouch_db(job: Job) -> None:
+    """`touch_db` as an `async def` job, through Django's async ORM."""
+    ledger.record(job, "start")
+    await Touch.objects.acreate(jid=job.jid, pid=os.getpid())
+    if not await Touch.objects.filter(jid=job.jid).aexists():
+        raise LookupError(f"the row of {job.jid} is not there")
     ledger.record(job, "end")
 
 
