@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from tests.faults.checks import (
-    AT_EACH_CONCURRENCY,
     HEARTBEAT,
     completed,
     compressed_time,
@@ -33,7 +32,7 @@ from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 from tests.support import wait_for
 
-pytestmark = [pytest.mark.faults, pytest.mark.timeout(120), AT_EACH_CONCURRENCY]
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]
 
 JOBS = 1000
 WORKERS = 2
