@@ -152,6 +152,17 @@ def kill_random(client: Client, fleet: Fleet, rng: random.Random,
     return cut(client, pid, queues)
 
 
+def kill_while_waiting(client: Client, fleet: Fleet, rng: random.Random, every: float,
+                       queue: str = "q") -> list[Cut]:
+    """SIGKILL a random worker every `every` seconds while jobs wait in `queue` (after the
+    last, only the jobs the killed workers held are left); each kill's `Cut`."""
+    kills = []
+    while client.redis.zcard(f"ql:q:{queue}-work") > 0:
+        time.sleep(every)
+        kills.append(kill_random(client, fleet, rng, (queue,)))
+    return kills
+
+
 def held_by(client: Client, pid: int, queues: Iterable[str] = ("q",)) -> set[str]:
     """jids of the jobs locked by the worker of that pid."""
     jids = [member.decode() if isinstance(member, bytes) else str(member)

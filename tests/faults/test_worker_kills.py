@@ -17,10 +17,9 @@ from tests.faults import ledger
 from tests.faults.checks import (
     AT_EACH_CONCURRENCY,
     DRAIN_DEADLINE,
-    Cut,
     completed,
     compressed_time,
-    kill_random,
+    kill_while_waiting,
     most_held,
     outcome,
     put_jobs,
@@ -51,13 +50,8 @@ def test_sigkill_a_worker_every_two_seconds_loses_nothing(
     acked = put_jobs(client, JOBS, lambda n: {"ms": rng.uniform(5, 50) * concurrency},
                      retries=5)
     fleet = fleets(server.url, WORKERS, "q", *FAST)
+    kills = kill_while_waiting(client, fleet, rng, KILL_EVERY)
     last_kill = time.monotonic()
-    kills: list[Cut] = []
-    # Kill while jobs are still waiting; then only the killed workers' jobs are left.
-    while client.redis.zcard("ql:q:q-work") > 0:
-        time.sleep(KILL_EVERY)
-        kills.append(kill_random(client, fleet, rng))
-        last_kill = time.monotonic()
     drained = settle(lambda: completed(client) >= JOBS, DRAIN_DEADLINE + START_SLACK)
     drained_after = time.monotonic() - last_kill
     result = outcome(client, acked, fleet)

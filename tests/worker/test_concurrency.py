@@ -187,24 +187,30 @@ def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings:
     assert type(build_worker(options.replace(concurrency=1))).__name__ == "Worker"
 
 
+def opened_while(alias: str, run: Callable[[], Worker]) -> tuple[Worker, list[tuple[str, Any]]]:
+    """Run a worker; every connection to `alias` opened meanwhile, with its thread's name."""
+    opened: list[tuple[str, Any]] = []
+
+    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.alias == alias:
+            opened.append((threading.current_thread().name, connection))
+
+    connection_created.connect(note, weak=False)
+    try:
+        worker = run()
+    finally:
+        connection_created.disconnect(note)
+    return worker, opened
+
+
 @pytest.mark.parametrize("max_age", [0, None])
 def test_slot_threads_leave_no_database_connection_open(
     file_db: str,  # noqa: F811 - the fixture
     put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
 ) -> None:
     connections.settings[file_db]["CONN_MAX_AGE"] = max_age
-    opened: list[tuple[str, Any]] = []
-
-    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
-        if connection.alias == file_db:
-            opened.append((threading.current_thread().name, connection))
-
-    connection_created.connect(note, weak=False)
-    try:
-        jids = [put("worker.touch_db", file_db) for _ in range(200)]
-        worker = run_worker("q", concurrency=8)
-    finally:
-        connection_created.disconnect(note)
+    jids = [put("worker.touch_db", file_db) for _ in range(200)]
+    worker, opened = opened_while(file_db, lambda: run_worker("q", concurrency=8))
     assert isinstance(worker, PoolWorker)
     assert all_state(qless, jids, "complete")
     in_slots = [(name, wrapper) for name, wrapper in opened if name.startswith("qless-slot-")]
@@ -223,18 +229,8 @@ def test_an_async_jobs_database_calls_run_on_its_slot_thread_and_its_connections
     put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
 ) -> None:
     connections.settings[file_db]["CONN_MAX_AGE"] = max_age
-    opened: list[tuple[str, Any]] = []
-
-    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
-        if connection.alias == file_db:
-            opened.append((threading.current_thread().name, connection))
-
-    connection_created.connect(note, weak=False)
-    try:
-        jids = [put("worker.atouch_db", file_db) for _ in range(12)]
-        run_worker("q", concurrency=4)
-    finally:
-        connection_created.disconnect(note)
+    jids = [put("worker.atouch_db", file_db) for _ in range(12)]
+    _, opened = opened_while(file_db, lambda: run_worker("q", concurrency=4))
     assert all_state(qless, jids, "complete")
     in_jobs = [(name, wrapper) for name, wrapper in opened
                if name not in ("MainThread", "qless-outbox-sweeper")]
