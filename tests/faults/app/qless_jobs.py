@@ -10,7 +10,6 @@ import time
 from django_qless.core import Job
 from django_qless.decorators import qless_job
 from tests.faults import ledger
-from tests.faults.app.models import Touch
 
 #: Longest single sleep of a job: a slot thread's interruption (`--concurrency` N > 1)
 #: takes effect between calls, never inside one (docs/pages/worker.md), so jobs nap in
@@ -72,6 +71,8 @@ async def awork(job: Job, ms: float = 0) -> None:
 @qless_job(name="faults.touch_db", takes_job=True)
 def touch_db(job: Job) -> None:
     """Write a row through the ORM and read it back (on the slot thread's connection)."""
+    from tests.faults.app.models import Touch  # noqa: PLC0415 - only where the app is installed
+
     ledger.record(job, "start")
     Touch.objects.create(jid=job.jid, pid=os.getpid())
     if not Touch.objects.filter(jid=job.jid).exists():
@@ -82,6 +83,8 @@ def touch_db(job: Job) -> None:
 @qless_job(name="faults.atouch_db", takes_job=True)
 async def atouch_db(job: Job) -> None:
     """`touch_db` as an `async def` job, through Django's async ORM."""
+    from tests.faults.app.models import Touch  # noqa: PLC0415 - only where the app is installed
+
     ledger.record(job, "start")
     await Touch.objects.acreate(jid=job.jid, pid=os.getpid())
     if not await Touch.objects.filter(jid=job.jid).aexists():
