@@ -446,7 +446,7 @@ def test_a_job_taken_back_runs_again_only_once_its_first_run_stopped(
 ) -> None:
     qless.config.put("q-heartbeat", 3)  # renewed every second; fenced near the 3 s lease
     qless.config.put("grace-period", 0)
-    jid = put("worker.nap_cleanup", 5.0, cleanup)
+    jid = put("worker.nap_cleanup", 4.0, cleanup)
     worker = spawn("q", "--concurrency", "2", "--poll-interval", "0.1")
     wait_for(lambda: jid in events(ledger, "start"), timeout=15)
     # Handed to the next pop at once: this worker's, from its free slot, while the first
