@@ -8,7 +8,8 @@ under the others, so each takes the next queue in turn), and hands each to a slo
 the queues are empty it sleeps on the waker as the serial worker does, woken also when a
 job ends (a queue's `max-concurrency` may have let one through). `Renewals` renews every
 running job's lease in one round trip and stops each job alone. Each job's outcome is
-reported by its slot as soon as it ends. `--prefetch` does not apply: free slots are the
+reported by its slot as soon as it ends, with those of the jobs that ended at the same
+moment (`completions`). `--prefetch` does not apply: free slots are the
 pop-ahead. On a stop the loop pops nothing more and waits for the running jobs; the
 monitor hands back those still running at the shutdown timeout.
 """
@@ -75,7 +76,8 @@ class PoolWorker(Worker):
         self.monitor = self.renewals
         self.presence.current = lambda: None
         self.presence.running_jobs = self.renewals.running
-        #: Sends the completions of jobs that end together in one round trip.
+        #: Sends the completions, failures and retries of jobs that end together in one
+        #: round trip.
         self.completions = Completions(self.client)
         self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
                            self._finished)
@@ -88,7 +90,8 @@ class PoolWorker(Worker):
 
     def _runner(self, interrupter: Interrupter) -> JobRunner:
         """A slot's runner: its own interrupter and database hygiene, the shared monitor."""
-        return JobRunner(self.options, self.renewals, interrupter, self.runner.reporter)
+        return JobRunner(self.options, self.renewals, interrupter, self.runner.reporter,
+                         send=self.completions.run)
 
     def startup(self) -> None:
         """As the serial worker, then start the slot threads."""

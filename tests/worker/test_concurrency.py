@@ -292,6 +292,22 @@ def test_completions_of_jobs_ending_together_share_round_trips(
     assert 0 < worker.completions.round_trips < 300
 
 
+def test_failures_and_retries_of_jobs_ending_together_share_round_trips(
+    qless: Client, put: Put, run_worker: Callable[..., Worker],
+) -> None:
+    failing = [put("worker.fail", "boom") for _ in range(150)]
+    retried = [put("worker.wants_retry", 3600) for _ in range(150)]
+    worker = run_worker("q", concurrency=16)
+    assert isinstance(worker, PoolWorker)
+    assert all_state(qless, failing, "failed")
+    assert all_state(qless, retried, "scheduled")
+    assert worker.outcomes["failed"] == 150
+    jobs = qless.get_jobs(retried)
+    assert {job.remaining for job in jobs} == {jobs[0].retries - 1}
+    # Without sharing, each failure and retry would be a round trip of its own.
+    assert 0 < worker.completions.round_trips < 300
+
+
 def test_a_put_wakes_a_worker_whose_other_slots_are_busy(
     qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
 ) -> None:
