@@ -9,9 +9,12 @@ the queues are empty it sleeps on the waker as the serial worker does, woken als
 job ends (a queue's `max-concurrency` may have let one through). `Renewals` renews every
 running job's lease in one round trip and stops each job alone. Each job's outcome is
 reported by its slot as soon as it ends, with those of the jobs that ended at the same
-moment (`completions`). `--prefetch` does not apply: free slots are the
-pop-ahead. On a stop the loop pops nothing more and waits for the running jobs; the
-monitor hands back those still running at the shutdown timeout.
+moment (`completions`). While recent jobs are short, the loop also pops `--prefetch` jobs
+ahead of its free slots and holds them, so a slot that frees up starts one without a
+round trip; a job held for `HOLD_LIMIT` (every slot busy with longer jobs) goes back to
+its queue, as in the serial worker. On a stop the loop pops nothing more, gives back what
+it holds and waits for the running jobs; the monitor hands back those still running at
+the shutdown timeout.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 
 import redis
@@ -27,9 +31,10 @@ from ..core import Job, LockLostError, QlessError, Queue, commands
 from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
+from .held import DurationAverage, Held
 from .interrupt import Interrupter
 from .loop import Worker
-from .monitor import TICK
+from .monitor import HOLD_LIMIT, TICK
 from .options import WorkerOptions
 from .renewals import Renewals
 from .report import Outcome, hand_back
@@ -86,6 +91,10 @@ class PoolWorker(Worker):
         self._counting = threading.Lock()
         #: Jobs started so far (`--max-jobs` counts them).
         self.started = 0
+        #: Jobs popped ahead of the free slots, in pop order (only the loop's thread).
+        self.held: deque[Held] = deque()
+        #: How long recent jobs ran: jobs are popped ahead only while they are short.
+        self.durations = DurationAverage()
         self.waker.should_stop = lambda: self.stop.requested or self.slots.freed.is_set()
 
     def _runner(self, interrupter: Interrupter) -> JobRunner:
@@ -100,6 +109,7 @@ class PoolWorker(Worker):
 
     def shutdown(self) -> None:
         """Wait for the running jobs (handed back at the shutdown timeout), then stop."""
+        self._give_back_held("worker shutdown")
         self.slots.drain(self._stop_waiting)
         self._hand_back_stuck()
         super().shutdown()
@@ -131,22 +141,69 @@ class PoolWorker(Worker):
                                "will expire", self.name, running.job.jid, exc)
 
     def run_once(self) -> bool:
-        """Pop jobs for the free slots and start them; False when the queues gave none."""
+        """Start held jobs and pop more for the free slots (and ahead of them while jobs are
+        short); False when there was nothing to start or hold."""
         free = self._wanted()
         if free <= 0:
             return True
         self.slots.freed.clear()
-        jobs = self._pop(free)
+        started = self._start_held(free)
+        free -= started
+        jobs = self._pop(free + self._ahead()) if self.fetcher.lease_guard.safe else []
+        if not self.fetcher.lease_guard.safe:
+            self._give_back_held("unsafe lease settings")
+        now, clock = time.monotonic(), self.client.now()
         for job in jobs:
             self.waker.popped()
-            lease = max(float(job.expires) - self.client.now(), 1.0)
-            with self._counting:
-                self.started += 1
-            self.slots.submit(job, lease)
-        return bool(jobs)
+            if free > 0:
+                free -= 1
+                self._start(job)
+            else:
+                self.held.append(Held(job, now, float(job.expires) - clock))
+        return bool(jobs) or started > 0
+
+    def _start(self, job: Job) -> None:
+        """Hand a job to a free slot, with the lease it has left."""
+        lease = max(float(job.expires) - self.client.now(), 1.0)
+        with self._counting:
+            self.started += 1
+        self.slots.submit(job, lease)
+
+    def _start_held(self, free: int) -> int:
+        """Start up to `free` held jobs, oldest first (those lost meanwhile are dropped)."""
+        started = 0
+        while started < free and self.held:
+            held = self.held.popleft()
+            if self.fetcher.still_ours(held):
+                self._start(held.job)
+                started += 1
+        return started
+
+    def _ahead(self) -> int:
+        """How many jobs to pop ahead of the free slots: `--prefetch` while jobs are short."""
+        if not self.durations.short:
+            return 0
+        ahead = self.options.prefetch - len(self.held)
+        if self.options.max_jobs is not None:
+            ahead = min(ahead, self.options.max_jobs - self.started - len(self.held))
+        return max(ahead, 0)
+
+    def _give_back_held(self, reason: str) -> None:
+        """Put every held job back in its queue (popped, never started)."""
+        while self.held:
+            job = self.held.popleft().job
+            try:
+                hand_back(job, self.name, reason)
+            except (redis.RedisError, QlessError) as exc:
+                logger.warning("qless worker %s: could not give back job %s (%s); its lock "
+                               "will expire", self.name, job.jid, exc)
+
+    def _held_too_long(self) -> bool:
+        """True once the oldest held job has waited `HOLD_LIMIT` for a slot."""
+        return bool(self.held) and time.monotonic() - self.held[0].since > HOLD_LIMIT
 
     def _wanted(self) -> int:
-        """How many jobs to pop: the free slots, none past `--max-jobs`."""
+        """How many jobs to start: the free slots, none past `--max-jobs`."""
         free = self.slots.free
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.started)
@@ -154,7 +211,7 @@ class PoolWorker(Worker):
 
     def _pop(self, count: int) -> list[Job]:
         """Up to `count` jobs in one round trip, in the strategy's order."""
-        if not self.fetcher.lease_guard.safe:
+        if count <= 0:
             return []
         order = self.order
         if self.options.strategy == "ordered":
@@ -184,7 +241,8 @@ class PoolWorker(Worker):
         if outcome is Outcome.SUCCEEDED:
             outcome = self._complete(job, duration)
         with self._counting:
-            self.fetcher._count(job, outcome, duration)  # noqa: SLF001
+            self.fetcher.count(job, outcome, duration)
+            self.durations.observe(duration)
             self.fetcher.jobs_run += 1
             jobs_run = self.fetcher.jobs_run
         self.limits.check(jobs_run)
@@ -206,6 +264,8 @@ class PoolWorker(Worker):
                 break
             if self._wanted() <= 0:
                 self.slots.wait_freed(SLICE)
+                if self._held_too_long():
+                    self._give_back_held("held behind a long job")
                 if self.options.max_jobs is not None and self.started >= self.options.max_jobs:
                     self._drain_then_stop(f"max jobs ({self.options.max_jobs}) reached")
                 continue
