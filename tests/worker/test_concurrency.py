@@ -163,15 +163,6 @@ def test_presence_lists_every_running_job(
     worker.signal(signal.SIGTERM)
 
 
-@pytest.mark.parametrize("options", [
-    {"concurrency": 4, "isolation": "process"},
-])
-def test_concurrency_with_process_isolation_is_refused_at_start(options: dict[str, Any]
-                                                                ) -> None:
-    with pytest.raises(CommandError, match="--isolation process.*--concurrency"):
-        call_command("qless_worker", "q", burst=True, verbosity=0, **options)
-
-
 def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings: Any,
                                        put: Put) -> None:
     from django_qless.worker.options import WorkerOptions  # noqa: PLC0415
