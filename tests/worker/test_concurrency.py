@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import redis
-from django.core.management import CommandError, call_command
 from django.db import connections
 from django.db.backends.signals import connection_created
 
