@@ -21,15 +21,19 @@ from typing import Any
 import pytest
 import redis
 
+from django_qless.connection import reset_clients
 from django_qless.core import Client
 from django_qless.worker import forked
+from django_qless.worker.fence import margin_for
 from django_qless.worker.interrupt import Interrupter, LockLost
 from django_qless.worker.options import WorkerOptions
 from django_qless.worker.pool import PoolWorker, build_worker
+from tests.faults.proxy import FaultProxy
 from tests.support import wait_for
 
 from .conftest import WorkerProcess, job_state
 from .test_concurrency import all_state, events
+from .test_fence import LATE, LEASE, direct, lock_expiry, proxy  # noqa: F401 - fixtures
 
 Ledger = Callable[[], list[dict[str, Any]]]
 Spawn = Callable[..., WorkerProcess]
@@ -62,16 +66,19 @@ def test_isolated_jobs_run_at_once_each_in_a_child_of_its_own(
     qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
 ) -> None:
     jids = [put("worker.nap", 1.0) for _ in range(4)]
-    worker = spawn("q", "--concurrency", "4", *ISOLATED, "--burst")
+    coroutine = put("worker.anap", 1.0)
+    worker = spawn("q", "--concurrency", "5", *ISOLATED, "--burst")
     assert worker.wait(30) == 0, worker.output()
-    assert all_state(qless, jids, "complete"), worker.output()
+    assert all_state(qless, [*jids, coroutine], "complete"), worker.output()
     starts, ends = events(ledger, "start"), events(ledger, "end")
-    # Serially they would take 4 s; at once, all start before the first one ends.
+    # Serially they would take 5 s; at once, all start before the first one ends.
     assert max(s["t"] for s in starts.values()) < min(e["t"] for e in ends.values())
     assert max(e["t"] for e in ends.values()) - min(s["t"] for s in starts.values()) < 2.5
-    pids = set(child_pids(ledger).values())
-    assert len(pids) == 4 and worker.proc.pid not in pids
-    assert not any(alive(pid) for pid in pids)
+    pids = child_pids(ledger)
+    assert pids[coroutine] == worker.proc.pid  # an `async def` job stays in the worker
+    children = {pids[jid] for jid in jids}
+    assert len(children) == 4 and worker.proc.pid not in children
+    assert not any(alive(pid) for pid in children)
 
 
 def test_a_jobs_end_is_not_held_by_a_child_forked_beside_it(
@@ -79,10 +86,10 @@ def test_a_jobs_end_is_not_held_by_a_child_forked_beside_it(
 ) -> None:
     # Forked at the same moment as long jobs: a long job's child that inherited a short
     # job's pipe would hide the short job's end until its own.
-    jids = [put("worker.nap", 6.0 if n % 4 == 3 else 0.2) for n in range(8)]
+    jids = [put("worker.nap", 6.0 if n % 4 == 3 else 0.2) for n in range(16)]
     short = [jid for n, jid in enumerate(jids) if n % 4 != 3]
-    worker = spawn("q", "--concurrency", "8", *ISOLATED, "--shutdown-timeout", "0.5")
-    wait_for(lambda: len(events(ledger, "start")) == 8, timeout=20)
+    worker = spawn("q", "--concurrency", "16", *ISOLATED, "--shutdown-timeout", "0.5")
+    wait_for(lambda: len(events(ledger, "start")) == 16, timeout=20)
     wait_for(lambda: all_state(qless, short, "complete"), timeout=20)
     seen = time.time()
     starts = events(ledger, "start")
@@ -192,7 +199,9 @@ def test_what_an_isolated_job_prints_and_logs_reaches_the_workers_output(
     qless: Client, put: Put, spawn: Spawn, concurrency: str,
 ) -> None:
     jid = put("worker.say", "said by the child")
-    worker = spawn("q", "--concurrency", concurrency, *ISOLATED, "--burst")
+    # Standard output block-buffered, as in production (this suite may run unbuffered).
+    worker = spawn("q", "--concurrency", concurrency, *ISOLATED, "--burst",
+                   env={"PYTHONUNBUFFERED": ""})
     assert worker.wait(30) == 0, worker.output()
     assert job_state(qless, jid) == "complete"
     output = worker.output()
@@ -324,3 +333,46 @@ def test_a_child_uses_a_redis_pool_whose_lock_another_thread_held_at_the_fork(
         holder.join(5)
         client.close()
     assert status == 0
+
+
+def test_every_isolated_job_whose_lease_cannot_be_renewed_has_its_child_killed_in_time(
+    proxy: FaultProxy, direct: Client,  # noqa: F811 - the fixtures
+    settings: Any, ledger: Ledger,
+) -> None:
+    direct.config.put("q-heartbeat", LEASE)
+    jids = [direct.queue("q").put("worker.nap", {"args": [30], "kwargs": {}})
+            for _ in range(3)]
+    settings.QLESS = {"URL": proxy.url, "OPTIONS": {"socket_timeout": 1},
+                      "WORKER": {"POLL_INTERVAL": 0.2}}
+    reset_clients()
+    worker = build_worker(WorkerOptions.from_settings(
+        queues=("q",), handle_signals=False, concurrency=3, isolation="process"))
+    thread = threading.Thread(target=worker.run, name="fenced-worker", daemon=True)
+    thread.start()
+    gone: dict[str, float] = {}
+    try:
+        wait_for(lambda: len(events(ledger, "start")) == 3, 10, what="every job started")
+        wait_for(lambda: worker.monitor.heartbeats >= 3, 10, every=0.01,
+                 what="a renewal of each job")
+        pids = child_pids(ledger)
+        proxy.blackhole()
+        cut = time.time()
+        expiry = min(lock_expiry(direct, jid) for jid in jids)
+
+        def killed() -> bool:
+            for jid, pid in pids.items():
+                if jid not in gone and not alive(pid):
+                    gone[jid] = time.time()
+            return len(gone) == 3
+
+        wait_for(killed, 10, every=0.01, what="every child killed")
+    finally:
+        worker.stop.request("test over")
+        thread.join(30)
+    for jid in jids:
+        assert cut < gone[jid] <= expiry - margin_for(LEASE) + LATE
+        job = direct.get_job(jid)
+        assert job is not None and job.state == "running"  # left to expire
+    assert worker.outcomes["lock lost"] == 3
+    assert worker.outcomes["completed"] == worker.outcomes["failed"] == 0
+    assert not thread.is_alive()
