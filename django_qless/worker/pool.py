@@ -15,6 +15,11 @@ round trip; a job held for `HOLD_LIMIT` (every slot busy with longer jobs) goes 
 its queue, as in the serial worker. On a stop the loop pops nothing more, gives back what
 it holds and waits for the running jobs; the monitor hands back those still running at
 the shutdown timeout.
+
+With `--isolation process` each slot runs its plain function in a child of its own
+(`isolation`: a fork per job), so up to N children run at once, each killed alone at its
+hard limit, memory cap, lost lock, fence or shutdown timeout; `async def` jobs and Django
+Tasks stay on the process's threads and loop as without isolation.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from collections.abc import Sequence
 import redis
 
 from ..core import Job, LockLostError, QlessError, Queue, commands
-from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
 from .held import DurationAverage, Held
@@ -50,18 +54,8 @@ logger = logging.getLogger("django_qless.worker")
 STUCK_GRACE = 0.25
 
 
-def check_concurrency(options: WorkerOptions) -> None:
-    """Refuse the combinations `--concurrency` does not support, before anything starts."""
-    if options.concurrency > 1 and options.isolation == "process":
-        raise QlessConfigurationError(
-            "--isolation process runs one job at a time per worker process: with it, use "
-            "--processes N instead of --concurrency (QLESS['WORKER']['CONCURRENCY'] "
-            f"{options.concurrency} with QLESS['WORKER']['ISOLATION'] 'process')")
-
-
 def build_worker(options: WorkerOptions) -> Worker:
     """The serial worker for `--concurrency 1`, else one that runs N jobs at once."""
-    check_concurrency(options)
     if options.concurrency > 1:
         return PoolWorker(options)
     return Worker(options)
@@ -71,7 +65,6 @@ class PoolWorker(Worker):
     """Runs up to `options.concurrency` jobs at once: threads, and tasks on one loop."""
 
     def __init__(self, options: WorkerOptions) -> None:
-        check_concurrency(options)
         super().__init__(options)
         #: Replaces the serial monitor (never started): the same, for many jobs.
         self.renewals = Renewals(

@@ -120,15 +120,16 @@ class JobRunner:
         started = time.monotonic()
         try:
             try:
-                # An isolated job's child enforces the soft limit; the parent only waits.
-                self.interrupter.arm(None if isolated else limit)
+                # An isolated job's child enforces the soft limit; the parent only waits,
+                # and reads its interruptions between two waits (`Isolation.call`).
+                self.interrupter.arm(None if isolated else limit, polled=isolated)
                 if running.lost is not None:
                     # Lost (or fenced) before the arming: that interruption found nothing
                     # to stop, so the job does not start.
                     raise LockLost()
                 # Isolated: the child already checked the value it kept (`NOTHING`: none).
-                result = (self.isolation.call(target, job, limit) if isolated
-                          else target.call(job))
+                result = (self.isolation.call(target, job, limit, self.interrupter)
+                          if isolated else target.call(job))
             finally:
                 self.interrupter.disarm()
             keep(job, result if isolated else target.stored(result))

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import redis
-from django.core.management import CommandError, call_command
 from django.db import connections
 from django.db.backends.signals import connection_created
 
@@ -161,15 +160,6 @@ def test_presence_lists_every_running_job(
     wait_for(lambda: shown() == jids, timeout=15)
     worker.signal(signal.SIGTERM)
     worker.signal(signal.SIGTERM)
-
-
-@pytest.mark.parametrize("options", [
-    {"concurrency": 4, "isolation": "process"},
-])
-def test_concurrency_with_process_isolation_is_refused_at_start(options: dict[str, Any]
-                                                                ) -> None:
-    with pytest.raises(CommandError, match="--isolation process.*--concurrency"):
-        call_command("qless_worker", "q", burst=True, verbosity=0, **options)
 
 
 def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings: Any,
