@@ -14,7 +14,6 @@ taken `HOLD_LIMIT`; the held jobs and the batch's connection are guarded by one 
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
@@ -35,8 +34,7 @@ from ..core import (
     commands,
 )
 from .health import LeaseGuard
-from .held import DurationAverage, Held, HeldJobs
-from .monitor import RECENT_TTL
+from .held import DurationAverage, Held, HeldJobs, still_ours
 from .options import WorkerOptions
 from .order import QueueOrder
 from .report import Outcome, Reporter, hand_back
@@ -258,17 +256,10 @@ class Fetcher:
 
     def still_ours(self, held: Held) -> bool:
         """A job held a while is heartbeated before it starts: it may have been lost since."""
-        waited = time.monotonic() - held.since
-        if waited < min(RECENT_TTL, held.lease / 2):
+        if still_ours(held, self.name):
             return True
-        try:
-            held.job.heartbeat()
-        except LockLostError as exc:
-            logger.info("qless worker %s: held job %s is no longer ours: %s", self.name,
-                        held.job.jid, exc.message)
-            self.count(held.job, Outcome.LOCK_LOST)
-            return False
-        return True
+        self.count(held.job, Outcome.LOCK_LOST)
+        return False
 
     def _extra(self, number: int, in_hand: int) -> int:
         """How many jobs to pop ahead, when the next to start is job `number` of this worker

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import Batch, Client, Command, Job, Queue, Reply, commands
+from ..core import Batch, Client, Command, Job, LockLostError, Queue, Reply, commands
+from .monitor import RECENT_TTL
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -40,6 +41,21 @@ class Held:
     since: float
     #: Seconds its lease had left then.
     lease: float
+
+
+def still_ours(held: Held, worker_name: str) -> bool:
+    """Whether a popped job may start: one held a while (its lease may have run out and
+    another worker taken it) is heartbeated first, and is no longer ours if refused."""
+    waited = time.monotonic() - held.since
+    if waited < min(RECENT_TTL, held.lease / 2):
+        return True
+    try:
+        held.job.heartbeat()
+    except LockLostError as exc:
+        logger.info("qless worker %s: held job %s is no longer ours: %s", worker_name,
+                    held.job.jid, exc.message)
+        return False
+    return True
 
 
 class DurationAverage:

@@ -6,6 +6,12 @@ that took the job waits for its task (`SlotCoroutines.run`); an interruption (ti
 limit, lost lock, fence, shutdown timeout) cancels that task alone through the slot's
 `Interrupter.cancel_with`, and the slot waits until the cancellation is done, so the job
 is over when its outcome is reported.
+
+While its task runs, the slot thread runs the job's thread-sensitive `sync_to_async`
+calls (Django's async ORM among them), as `async_to_sync` makes the calling thread do:
+an async job uses its slot's database connections, checked and closed around it as a
+plain function's are, not the one thread (and one never-checked connection) asgiref
+would otherwise share between every coroutine of the process.
 """
 
 from __future__ import annotations
@@ -13,7 +19,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, cast
+
+from asgiref.current_thread_executor import CurrentThreadExecutor
+from asgiref.sync import AsyncToSync
 
 from .interrupt import Interrupter
 
@@ -66,12 +76,13 @@ class SlotCoroutines:
     def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         """Await `coroutine` as a task; `JobInterrupted` once it was cancelled for a reason."""
         loop = self.loops.loop
-        done = threading.Event()
+        executor = current_thread_executor()
+        done: Future[None] = Future()
         tasks: list[asyncio.Task[Any]] = []
 
         def start() -> None:
-            task = loop.create_task(coroutine)
-            task.add_done_callback(lambda _: done.set())
+            task = loop.create_task(served_by(executor, coroutine))
+            task.add_done_callback(lambda _: done.set_result(None))
             tasks.append(task)
 
         # `start` is queued first, so the task exists when a cancel comes after it.
@@ -79,7 +90,7 @@ class SlotCoroutines:
         self.interrupter.cancel_with(
             lambda: loop.call_soon_threadsafe(lambda: tasks[0].cancel()))
         try:
-            done.wait()
+            executor.run_until_future(done)  # the job's sync calls, until its task ended
         finally:
             self.interrupter.cancel_with(None)
         task = tasks[0]
@@ -94,3 +105,22 @@ class SlotCoroutines:
         if error is not None:
             raise error
         return task.result()
+
+
+
+async def served_by(executor: CurrentThreadExecutor, coroutine: Coroutine[Any, Any, Any]
+                    ) -> Any:
+    """Await `coroutine`, its thread-sensitive sync calls sent to `executor` (this task's
+    context only: asgiref looks there first, as under `async_to_sync`)."""
+    AsyncToSync.executors.current = executor
+    return await coroutine
+
+
+def current_thread_executor() -> CurrentThreadExecutor:
+    """A `CurrentThreadExecutor` of the calling thread (asgiref 3.9 and later take the one
+    it stands in for: none here)."""
+    make: Any = CurrentThreadExecutor
+    try:
+        return cast(CurrentThreadExecutor, make(None))
+    except TypeError:
+        return cast(CurrentThreadExecutor, make())

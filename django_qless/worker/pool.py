@@ -148,28 +148,26 @@ class PoolWorker(Worker):
         now, clock = time.monotonic(), self.client.now()
         for job in jobs:
             self.waker.popped()
+            held = Held(job, now, float(job.expires) - clock)
             if free > 0:
                 free -= 1
-                self._start(job)
+                self._start(held)
             else:
-                self.held.append(Held(job, now, float(job.expires) - clock))
+                self.held.append(held)
         return bool(jobs) or started > 0
 
-    def _start(self, job: Job) -> None:
-        """Hand a job to a free slot, with the lease it has left."""
-        lease = max(float(job.expires) - self.client.now(), 1.0)
+    def _start(self, held: Held) -> None:
+        """Hand a popped job to a free slot (which renews it first if it waited a while)."""
         with self._counting:
             self.started += 1
-        self.slots.submit(job, lease)
+        self.slots.submit(held)
 
     def _start_held(self, free: int) -> int:
-        """Start up to `free` held jobs, oldest first (those lost meanwhile are dropped)."""
+        """Start up to `free` held jobs, oldest first."""
         started = 0
         while started < free and self.held:
-            held = self.held.popleft()
-            if self.fetcher.still_ours(held):
-                self._start(held.job)
-                started += 1
+            self._start(self.held.popleft())
+            started += 1
         return started
 
     def _ahead(self) -> int:

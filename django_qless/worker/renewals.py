@@ -7,6 +7,10 @@ pass sends the heartbeats of every job that needs one in one pipelined round tri
 monitor's client (`core.batch.call_many`), so N running jobs cost one round trip per
 heartbeat interval, not N.
 
+One job runs at most once at a time here: a job handed out again while its earlier run in
+this process is still stopping (a `timeout` or a move gives it to the next pop at once,
+and a free slot may make that pop) starts once that run has ended.
+
 Threads: `slot()`, `begin()` and `end()` are called by the slot threads; everything else
 runs in the monitor thread (or the fence watch), as in `Monitor`.
 """
@@ -44,6 +48,8 @@ class Renewals(Monitor):
         self.jobs: dict[str, RunningJob] = {}
         self._threads: dict[int, RunningJob] = {}
         self._interrupters: dict[int, Interrupter] = {}
+        #: Notified whenever a job ends (`begin` may wait for an earlier run's end).
+        self._ended = threading.Condition(self._lock)
 
     def running(self) -> list[RunningJob]:
         """Every job running now, oldest first."""
@@ -59,7 +65,15 @@ class Renewals(Monitor):
 
     def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None
               ) -> RunningJob:
-        """Start watching a job the calling slot thread is about to run."""
+        """Start watching a job the calling slot thread is about to run, once no earlier run
+        of it is under way here (one still stopping after half its lease: not run)."""
+        if not self._earlier_run_ended(job.jid, lease / 2):
+            logger.warning("qless worker %s: job %s popped again while its earlier run here "
+                           "has not stopped yet; not run (its lock expires and qless hands "
+                           "it out again)", self.client.worker_name, job.jid)
+            running = self.watching(job, lease, interval, time_limit)
+            running.lost = "its earlier run here has not stopped"
+            return running
         running = self.watching(job, lease, interval, time_limit)
         thread = threading.get_ident()
         with self._lock:
@@ -83,6 +97,19 @@ class Renewals(Monitor):
             running.ended = True
             if running.fence is not None:
                 self.fences.forget(running.fence)
+            self._ended.notify_all()
+
+    def _earlier_run_ended(self, jid: str, timeout: float) -> bool:
+        """Wait until no run of `jid` is under way here; False if one still is after
+        `timeout` seconds (its thread blocked in a call it cannot leave)."""
+        deadline = time.monotonic() + timeout
+        with self._ended:
+            while jid in self.jobs:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._ended.wait(left)
+        return True
 
     # The monitor thread.
 

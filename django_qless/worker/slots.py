@@ -6,7 +6,10 @@ lost lock or fence reaches a plain function as an asynchronous exception
 (`PyThreadState_SetAsyncExc`, at its next bytecode) and an `async def` job as the
 cancellation of its task on the shared loop (`loop_thread`). The worker loop hands a
 slot a job only when one is free (`free`), so never more than N run at once, and is
-woken as soon as one ends (`wait_freed`) to pop again at once.
+woken as soon as one ends (`wait_freed`) to pop again at once. A job that reaches its
+slot long after its pop (the process stood still meanwhile) is renewed before it starts,
+as the serial worker's held jobs are: its lease may have run out and another worker
+taken it.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 
+import redis
 from django.db import connections
 
 from .. import coroutines
 from ..core import Job
+from .held import Held, still_ours
 from .interrupt import Interrupter
 from .loop_thread import LoopThread, SlotCoroutines
 from .renewals import Renewals
@@ -51,7 +56,7 @@ class Slots:
         #: Jobs that caught their interruption and returned (logged; on the worker page).
         self.swallowed = 0
         self._changed = threading.Condition()
-        self._handoff: queue.SimpleQueue[tuple[Job, float] | None] = queue.SimpleQueue()
+        self._handoff: queue.SimpleQueue[Held | None] = queue.SimpleQueue()
         #: Set when a job ends; the idle worker's sleep ends on it (cleared before a pop).
         self.freed = threading.Event()
         self._threads = [threading.Thread(target=self._serve, daemon=True,
@@ -69,11 +74,11 @@ class Slots:
         with self._changed:
             return self.size - self.busy
 
-    def submit(self, job: Job, lease: float) -> None:
+    def submit(self, held: Held) -> None:
         """Give a popped job to a free slot (the caller checked `free`)."""
         with self._changed:
             self.busy += 1
-        self._handoff.put((job, lease))
+        self._handoff.put(held)
 
     def wait_freed(self, timeout: float) -> None:
         """Block until a slot is free (or `timeout` passes)."""
@@ -104,24 +109,19 @@ class Slots:
         self.monitor.slot(interrupter)
         coroutines.install(SlotCoroutines(self.loops, interrupter))
         try:
-            while (item := self._handoff.get()) is not None:
-                self._run(runner, interrupter, *item)
+            while (held := self._handoff.get()) is not None:
+                self._run(runner, interrupter, held)
         finally:
             # Django's connections are per thread: this thread's would outlive it.
             connections.close_all()
 
-    def _run(self, runner: JobRunner, interrupter: Interrupter, job: Job, lease: float
-             ) -> None:
+    def _run(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> None:
         """Run one job to its end and report it; the slot is free again after."""
+        job = held.job
         started = time.monotonic()
         outcome = Outcome.UNREPORTED
         try:
-            outcome = runner.run(job, lease)
-            if interrupter.pending is not None and outcome is Outcome.SUCCEEDED:
-                with self._changed:
-                    self.swallowed += 1
-                logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
-                               "returned", self.name, job.jid, interrupter.pending.reason)
+            outcome = self._start(runner, interrupter, held)
             self.finished(job, outcome, runner.last_duration)
         except Exception:
             # A bug must not lose the slot: the job's lock expires and qless hands it out.
@@ -132,3 +132,23 @@ class Slots:
                 self.busy -= 1
                 self._changed.notify_all()
             self.freed.set()
+
+    def _start(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> Outcome:
+        """Run the job if it is still ours; what became of it."""
+        job = held.job
+        runner.last_duration = 0.0
+        try:
+            if not still_ours(held, self.name):
+                return Outcome.LOCK_LOST
+        except redis.RedisError as exc:
+            logger.warning("qless worker %s: could not renew job %s before its start (%s); "
+                           "not started: its lock expires and qless hands it out again",
+                           self.name, job.jid, exc)
+            return Outcome.UNREPORTED
+        outcome = runner.run(job, max(float(job.expires) - job.client.now(), 1.0))
+        if interrupter.pending is not None and outcome is Outcome.SUCCEEDED:
+            with self._changed:
+                self.swallowed += 1
+            logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
+                           "returned", self.name, job.jid, interrupter.pending.reason)
+        return outcome

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import random
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import redis
 
 from django_qless.core import Client
@@ -23,6 +25,19 @@ GRACE = 1
 POLL = 0.2
 #: Longest wait for a job whose worker vanished: lease + grace + 3 polls (plan §4.0).
 DRAIN_DEADLINE = HEARTBEAT + GRACE + 3 * POLL
+#: The concurrencies the key fault modules run at in every run of the suite (their
+#: `pytestmark`): the serial worker, and 16 slots per process.
+CONCURRENCIES = (1, 16)
+AT_EACH_CONCURRENCY = pytest.mark.parametrize("concurrency", CONCURRENCIES,
+                                              ids=lambda n: f"concurrency{n}")
+#: Jobs a serial worker pops ahead of its running one (`--prefetch`, default 1).
+PREFETCH = 1
+
+
+def most_held(concurrency: int) -> int:
+    """The most jobs one worker leases at once: its running job and those popped ahead,
+    or with `--concurrency N` its N slots' jobs (the free slots are its pop-ahead)."""
+    return 1 + PREFETCH if concurrency == 1 else concurrency
 
 
 @dataclass
@@ -62,12 +77,17 @@ def outcome(client: Client, acked: Iterable[str], fleet: Fleet) -> Outcome:
         lost=lost,
         executions=executions,
         duplicates=executions - len(starts),
-        overlaps=overlaps(entries, fleet.deaths),
+        overlaps=overlaps(entries, {**self_kills(entries), **fleet.deaths}),
         running=report.states["running"],
         failed_retries=sum(1 for state, _, _, group in report.found.values()
                            if state == "failed" and group.startswith("failed-retries-")),
         audit=report,
     )
+
+
+def self_kills(entries: list[ledger.Entry]) -> dict[int, float]:
+    """pid -> when a job of that process killed it (its `killed` line, written just before)."""
+    return {entry.pid: entry.t for entry in entries if entry.event == "killed"}
 
 
 def _ended(report: Audit, jid: str) -> bool:
@@ -103,6 +123,81 @@ def overlaps(entries: list[ledger.Entry], deaths: dict[int, float]) -> list[str]
             if end > latest_end:
                 latest_end, latest_pid = end, pid
     return found
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A worker cut off from its jobs (SIGKILLed, or SIGSTOPped past its lease), and the
+    jobs Redis showed it holding once it stood still: those running or finished but not
+    yet reported at that instant."""
+
+    pid: int
+    held: frozenset[str]
+
+
+def cut(client: Client, pid: int, queues: Iterable[str] = ("q",)) -> Cut:
+    """The jobs a worker that was just killed or stopped holds.
+
+    It sends nothing more: a completion it wrote just before is already applied (not
+    held) or not (held); its locks outlast this look by up to a lease.
+    """
+    return Cut(pid, frozenset(held_by(client, pid, queues)))
+
+
+def kill_random(client: Client, fleet: Fleet, rng: random.Random,
+                queues: Iterable[str] = ("q",)) -> Cut:
+    """SIGKILL a random live worker; once it is dead, note the jobs it held."""
+    pid = fleet.kill_random(rng)
+    fleet.wait_dead(pid)
+    return cut(client, pid, queues)
+
+
+def kill_while_waiting(client: Client, fleet: Fleet, rng: random.Random, every: float,
+                       queue: str = "q") -> list[Cut]:
+    """SIGKILL a random worker every `every` seconds while jobs wait in `queue` (after the
+    last, only the jobs the killed workers held are left); each kill's `Cut`."""
+    kills = []
+    while client.redis.zcard(f"ql:q:{queue}-work") > 0:
+        time.sleep(every)
+        kills.append(kill_random(client, fleet, rng, (queue,)))
+    return kills
+
+
+def held_by(client: Client, pid: int, queues: Iterable[str] = ("q",)) -> set[str]:
+    """jids of the jobs locked by the worker of that pid."""
+    jids = [member.decode() if isinstance(member, bytes) else str(member)
+            for queue in queues for member in client.redis.zrange(f"ql:q:{queue}-locks", 0, -1)]
+    pipe = client.redis.pipeline(transaction=False)
+    for jid in jids:
+        pipe.hget(f"ql:j:{jid}", "worker")
+    return {jid for jid, worker in zip(jids, pipe.execute(), strict=True)
+            if worker is not None and pid_of(worker.decode()) == pid}
+
+
+def rerun_problems(entries: list[ledger.Entry], cuts: Iterable[Cut],
+                   concurrency: int) -> list[str]:
+    """Every execution followed by another of its job must have been in flight in a worker
+    when it was cut off, and no cut may cost more re-runs than the worker's slots.
+
+    Returns the executions (and cuts) that break this, one line each.
+    """
+    by_pid = {each.pid: each for each in cuts}
+    rerun: dict[int, set[str]] = {}
+    problems = []
+    for jid, runs in ledger.starts(entries).items():
+        for run in runs[:-1]:  # each was followed by another execution
+            where = by_pid.get(run.pid)
+            if where is None:
+                problems.append(f"{jid}: ran again after its run in {run.pid} (not cut off)")
+            elif jid not in where.held:
+                problems.append(f"{jid}: ran again after its run in {run.pid}, though not "
+                                "in flight when it was cut off")
+            else:
+                rerun.setdefault(run.pid, set()).add(jid)
+    problems += [f"{pid}: {len(jids)} jobs ran again after it was cut off, more than its "
+                 f"{concurrency} slot(s)" for pid, jids in rerun.items()
+                 if len(jids) > concurrency]
+    return problems
 
 
 def qless_client(server: RedisServer, **kwargs: Any) -> Client:

@@ -153,6 +153,14 @@ class Fleet:
         self.send(pid, signum)
         return pid
 
+    def wait_dead(self, pid: int, timeout: float = 5.0) -> None:
+        """Block until the watcher saw the worker `pid` exit (it may be restarted already)."""
+        deadline = time.monotonic() + timeout
+        while pid not in self.exit_codes:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"worker {pid} still alive {timeout}s after its kill")
+            time.sleep(WATCH_EVERY / 2)
+
     def member(self, pid: int) -> Member:
         """The member with this pid."""
         return next(m for m in self.members.values() if m.proc.pid == pid)

@@ -8,14 +8,22 @@ reads and plants rows straight through the driver, as another process would.
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tests.faults.fleet import ROOT
 from tests.postgres_harness import PostgresCluster
 
 TABLE = "django_qless_outbox"
+#: The settings of the processes sharing the database.
+SETTINGS = "tests.faults.outbox_settings"
+#: The database of the migrate runs on PostgreSQL, copied by every test.
+TEMPLATE = "outbox_template"
 
 _numbers = itertools.count()
 
@@ -89,3 +97,14 @@ class PostgresDatabase:
     def drop(self) -> None:
         """Drop the database, closing what a killed process may have left connected."""
         self.cluster.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+def migrate(db: OutboxDatabase) -> None:
+    """Create every table in a database, as `manage.py migrate` does."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "QLESS_FAULTS_DB": db.setting,
+           "QLESS_FAULTS_URL": "redis://127.0.0.1:1/0", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "tests.faults.outbox_producer", "migrate"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+

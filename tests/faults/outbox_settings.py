@@ -1,7 +1,8 @@
 """Settings of the outbox fault test's processes: one database every process shares.
 
 $QLESS_FAULTS_DB is a SQLite file's path, or the postgres:// URL of a database on the
-suite's PostgreSQL cluster (`tests/faults/outbox_db.py`).
+suite's PostgreSQL cluster (`tests/faults/outbox_db.py`). $QLESS_FAULTS_CONN_MAX_AGE sets
+its CONN_MAX_AGE (seconds, or `none`: persistent connections; default 0).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def shared_database(setting: str) -> dict[str, Any]:
     return {"ENGINE": "django.db.backends.sqlite3", "NAME": setting, "OPTIONS": {"timeout": 30}}
 
 
-DATABASES = {"default": shared_database(os.environ["QLESS_FAULTS_DB"])}
+_max_age = os.environ.get("QLESS_FAULTS_CONN_MAX_AGE", "0")
+DATABASES = {"default": {**shared_database(os.environ["QLESS_FAULTS_DB"]),
+                         "CONN_MAX_AGE": None if _max_age == "none" else int(_max_age)}}
 QLESS = {
     **FAULTS_QLESS,
     "OUTBOX": os.environ.get("QLESS_FAULTS_OUTBOX", "1") == "1",

@@ -10,7 +10,7 @@ import pytest
 from django_qless.core import Client
 from tests.faults import ledger
 from tests.faults.audit import audit
-from tests.faults.checks import overlaps, put_jobs, qless_client
+from tests.faults.checks import Cut, overlaps, put_jobs, qless_client, rerun_problems, self_kills
 from tests.redis_harness import RedisServer
 
 pytestmark = pytest.mark.faults
@@ -92,6 +92,35 @@ def entry(jid: str, event: str, pid: int, t: float) -> ledger.Entry:
 def test_overlapping_executions_are_found(entries: list[ledger.Entry],
                                           deaths: dict[int, float], expected: int) -> None:
     assert len(overlaps(entries, deaths)) == expected
+
+
+def test_a_job_killing_its_process_ends_the_other_runs_of_that_process() -> None:
+    # At --concurrency N the kill ends every run of the process, not only the killer's.
+    entries = [entry("k", "start", 1, 0), entry("j", "start", 1, 0), entry("k", "killed", 1, 1),
+               entry("j", "start", 2, 5), entry("j", "end", 2, 6)]
+    assert self_kills(entries) == {1: 1}
+    assert overlaps(entries, self_kills(entries)) == []
+
+
+#: Two runs of `j` and of `k`: in 1, then in 2.
+RUNS = [entry("j", "start", 1, 0), entry("k", "start", 1, 0), entry("j", "start", 2, 5),
+        entry("k", "start", 2, 5)]
+
+
+@pytest.mark.parametrize(("cuts", "concurrency", "found"), [
+    # Run again after their worker was killed with them in flight: fine.
+    ([Cut(1, frozenset({"j", "k"}))], 2, ""),
+    # Their worker was never cut off: re-runs without a cause.
+    ([Cut(3, frozenset({"j", "k"}))], 2, "(not cut off)"),
+    # One not in flight when its worker was killed.
+    ([Cut(1, frozenset({"k"}))], 2, "though not in flight"),
+    # More re-runs after one kill than the worker has slots.
+    ([Cut(1, frozenset({"j", "k"}))], 1, "more than its 1 slot(s)"),
+])
+def test_reruns_not_caused_by_a_cut_are_found(cuts: list[Cut], concurrency: int,
+                                              found: str) -> None:
+    problems = rerun_problems(RUNS, cuts, concurrency)
+    assert problems == [] if not found else any(found in line for line in problems), problems
 
 
 def test_the_ledger_skips_a_line_still_being_written(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.faults import ledger
-from tests.faults.checks import idle, outcome, qless_client
+from tests.faults.checks import idle, outcome, qless_client, settle, unfinished
 from tests.faults.fleet import Fleet
 from tests.faults.proxy import CLIENT_OPTIONS, SOCKET_TIMEOUT, FaultProxy
 from tests.redis_harness import RedisServer
@@ -49,6 +49,8 @@ def test_an_idle_worker_wakes_on_a_put_after_a_blackhole_heals(
     runs = wait_for(lambda: (found := ledger.starts(ledger.read(fleet.ledger_dir))).get(jid)
                     and found, LONG_POLL + 5, what="the job's start")
     pickup = runs[jid][0].t - put_at
+    # The completion follows the start (the figures tell if it never came).
+    settle(lambda: unfinished(client, [jid]) == 0, 5)
     result = outcome(client, [jid], fleet)
     logs = fleet.output()
     figures.update(blackhole=BLACKHOLE, poll=LONG_POLL, socket_timeout=SOCKET_TIMEOUT,

@@ -26,7 +26,9 @@ from tests.workerapp.qless_jobs import LEDGER
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
 
-ISOLATED = ("--isolation", "process")
+#: One job at a time per worker process: `--isolation process` refuses `--concurrency` > 1
+#: (tests/worker/test_concurrency.py), whatever $QLESS_FAULTS_CONCURRENCY says.
+ISOLATED = ("--isolation", "process", "--concurrency", "1")
 #: How soon a killed or crashed job must be failed (from its start, or from its hard limit).
 WITHIN = 1.0
 
@@ -180,7 +182,7 @@ def _error_line(fleet: Fleet, jid: str) -> str | None:
 @pytest.mark.parametrize("mode", [("--processes", "2"), ISOLATED])
 def test_faulthandler_is_on_in_the_process_running_jobs(
     server: RedisServer, fleets: Callable[..., Fleet], figures: dict[str, Any],
-    mode: tuple[str, str],
+    mode: tuple[str, ...],
 ) -> None:
     client = qless_client(server)
     fleet = fleets(server.url, 1, "q", *FAST, *mode)

@@ -10,8 +10,9 @@ back and run the jobs whose completion the reset lost). Then the proxy heals. Co
 that were blackholed stay dead (half-open), so each client has to notice and connect again.
 
 Pass: no worker process crashes or is restarted; every job put completes (0 lost, none
-failed for exhausted retries); at most the jobs the workers can hold at once (plus re-puts
-of jobs that had already run) run twice, never at the same time; every retried put leaves
+failed for exhausted retries); at most the jobs the workers can hold at once (a running
+job and one popped ahead, or one per slot at `--concurrency N`; plus re-puts of jobs that
+had already run) run twice, never at the same time; every retried put leaves
 one job; each worker pops again within 2 x socket_timeout (+ the loop's pause after an
 error) of the heal; and after the heal a move of a running job to another queue, sent
 directly to Redis, stops it within a second, so each worker's lock-loss listener is
@@ -35,9 +36,19 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from django_qless.core import Client
+from django_qless.worker import monitor
 from django_qless.worker.loop import ERROR_PAUSE
 from tests.faults import ledger
-from tests.faults.checks import completed, compressed_time, outcome, put_jobs, qless_client, settle
+from tests.faults.checks import (
+    AT_EACH_CONCURRENCY,
+    completed,
+    compressed_time,
+    most_held,
+    outcome,
+    put_jobs,
+    qless_client,
+    settle,
+)
 from tests.faults.fleet import Fleet
 from tests.faults.proxy import CLIENT_OPTIONS, SOCKET_TIMEOUT, FaultProxy
 from tests.redis_harness import RedisServer
@@ -46,8 +57,6 @@ from tests.support import wait_for
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
 
 WORKERS = 2
-#: A worker leases at most its running job and `--prefetch` (default 1) jobs popped ahead.
-PREFETCH = 1
 JOBS = 600
 PUT_EVERY = 0.05
 #: A worker pops again this soon after the heal: a command sent into the blackhole just
@@ -56,6 +65,9 @@ PUT_EVERY = 0.05
 RECOVERY = 2 * SOCKET_TIMEOUT + ERROR_PAUSE
 #: A lock-loss event reaches a subscribed monitor in milliseconds; a second is the budget.
 STOP_WITHIN = 1.0
+#: A monitor notices its event connection died in the fault (half-open: no error, only
+#: silence) at its second unanswered PING, and subscribes again a pause later.
+LISTENING_AGAIN = 2 * monitor.PING_EVERY + monitor.RECONNECT_DELAY
 #: The long job's queue has a 60 s lease, so its heartbeats (every 20 s) cannot be what
 #: notices the lost lock within STOP_WITHIN: only the pub/sub event can.
 LONG_QUEUE = "long"
@@ -100,13 +112,16 @@ class Producer:
 def flow_through_fault(
     server: RedisServer, proxy: FaultProxy, fleets: Callable[..., Fleet],
     figures: dict[str, Any], fault: Callable[[], None], workers: int = WORKERS,
+    concurrency: int = 1,
 ) -> None:
     """Jobs flow through the proxy while `fault()` runs; heal; check everything."""
     client = qless_client(server)
     compressed_time(client)
     client.config.put(f"{LONG_QUEUE}-heartbeat", 60)
     rng = random.Random(3)
-    acked = put_jobs(client, JOBS, lambda n: {"ms": rng.uniform(10, 30)})
+    # N slots drain N times faster: jobs N times longer leave work for every worker to
+    # come back to after the heal.
+    acked = put_jobs(client, JOBS, lambda n: {"ms": rng.uniform(10, 30) * concurrency})
     fleet = fleets(proxy.url, workers, "q", LONG_QUEUE, "--poll-interval", "0.2",
                    env={"QLESS_FAULTS_OPTIONS": json.dumps(CLIENT_OPTIONS)})
     pids = sorted(fleet.pids())
@@ -132,6 +147,8 @@ def flow_through_fault(
     drained_after = round(time.time() - healed, 1)
     stuck = "" if drained else late_jobs(client, every)
     recovery = first_pops_after(fleet, healed, locked_at_heal)
+    # Every monitor listens again by then (the drain after the heal may be over sooner).
+    time.sleep(max(healed + LISTENING_AGAIN - time.time(), 0))
     stopped_after = lock_loss_stop(client, fleet)
     result = outcome(client, [*every, stopped_after[0]], fleet)
     re_puts = applied_re_puts(client, producer.jids)
@@ -155,7 +172,7 @@ def flow_through_fault(
     assert result.running == 0
     assert result.jobs == result.audit.jobs, "a retried put left more than one job"
     # The snapshot may miss a pop made just after it; the bound is what the workers can hold.
-    most_in_flight = workers * (1 + PREFETCH)
+    most_in_flight = workers * most_held(concurrency)
     assert in_flight <= most_in_flight
     assert duplicates <= most_in_flight + re_puts
     assert result.failed_retries == 0, "a job was handed out until its retries ran out"
@@ -224,7 +241,7 @@ def applied_re_puts(client: Client, jids: list[str]) -> int:
 
 def test_latency_slows_the_flow_and_loses_nothing(
     proxy: FaultProxy, server: RedisServer, fleets: Callable[..., Fleet],
-    figures: dict[str, Any],
+    figures: dict[str, Any], concurrency: int,
 ) -> None:
     def fault() -> None:
         proxy.add_latency(0.1, 0.2)
@@ -232,23 +249,24 @@ def test_latency_slows_the_flow_and_loses_nothing(
         time.sleep(6)
         figures["jobs_per_s_in_latency"] = round((completed(qless_client(server)) - before) / 6)
 
-    flow_through_fault(server, proxy, fleets, figures, fault)
+    flow_through_fault(server, proxy, fleets, figures, fault, concurrency=concurrency)
 
 
 def test_blackhole_longer_than_socket_timeout_then_heal(
     proxy: FaultProxy, server: RedisServer, fleets: Callable[..., Fleet],
-    figures: dict[str, Any],
+    figures: dict[str, Any], concurrency: int,
 ) -> None:
     def fault() -> None:
         proxy.blackhole()
         time.sleep(SOCKET_TIMEOUT + 4)
 
-    flow_through_fault(server, proxy, fleets, figures, fault)
+    flow_through_fault(server, proxy, fleets, figures, fault, concurrency=concurrency)
 
 
+@AT_EACH_CONCURRENCY
 def test_replies_blackholed_then_heal(
     proxy: FaultProxy, server: RedisServer, fleets: Callable[..., Fleet],
-    figures: dict[str, Any],
+    figures: dict[str, Any], concurrency: int,
 ) -> None:
     # Commands still reach Redis but no answer comes back: puts, pops and completions are
     # applied unacknowledged. Retried puts must leave one job each; popped jobs nobody
@@ -257,24 +275,24 @@ def test_replies_blackholed_then_heal(
         proxy.blackhole(replies_only=True)
         time.sleep(SOCKET_TIMEOUT + 4)
 
-    flow_through_fault(server, proxy, fleets, figures, fault)
+    flow_through_fault(server, proxy, fleets, figures, fault, concurrency=concurrency)
     assert figures["re_puts_applied"] >= 1, "no put was applied unanswered and retried"
 
 
 def test_every_connection_reset_then_heal(
     proxy: FaultProxy, server: RedisServer, fleets: Callable[..., Fleet],
-    figures: dict[str, Any],
+    figures: dict[str, Any], concurrency: int,
 ) -> None:
     def fault() -> None:
         proxy.reset_all()
         time.sleep(3)
 
-    flow_through_fault(server, proxy, fleets, figures, fault)
+    flow_through_fault(server, proxy, fleets, figures, fault, concurrency=concurrency)
 
 
 def test_one_worker_gets_back_the_jobs_whose_completion_a_reset_lost(
     proxy: FaultProxy, server: RedisServer, fleets: Callable[..., Fleet],
-    figures: dict[str, Any],
+    figures: dict[str, Any], concurrency: int,
 ) -> None:
     # The completions sent during the reset are lost, so those jobs' leases run out and,
     # with one worker, the same worker pops them again (after the 1 s grace period, while
@@ -284,4 +302,5 @@ def test_one_worker_gets_back_the_jobs_whose_completion_a_reset_lost(
         proxy.reset_all()
         time.sleep(1)
 
-    flow_through_fault(server, proxy, fleets, figures, fault, workers=1)
+    flow_through_fault(server, proxy, fleets, figures, fault, workers=1,
+                       concurrency=concurrency)

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,61 +23,12 @@ from django_qless.core import Client, keys
 from tests.faults import ledger
 from tests.faults.checks import qless_client, settle, unfinished
 from tests.faults.fleet import FAST, ROOT, Fleet
-from tests.faults.outbox_db import (
-    TABLE,
-    OutboxDatabase,
-    PostgresDatabase,
-    SqliteFile,
-    rows,
-)
+from tests.faults.outbox_db import SETTINGS, TABLE, OutboxDatabase, rows
 from tests.faults.outbox_producer import DIED, HOLD
 from tests.faults.proxy import FaultProxy
-from tests.postgres_harness import PostgresCluster
 from tests.redis_harness import RedisServer
 
 pytestmark = pytest.mark.faults
-
-SETTINGS = "tests.faults.outbox_settings"
-#: The database of the fault suite's migrate runs, copied by every PostgreSQL test.
-TEMPLATE = "outbox_template"
-
-
-@pytest.fixture(scope="module")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file with every table (migrated once; each test works on a copy)."""
-    path = tmp_path_factory.mktemp("outbox") / "template.sqlite3"
-    migrate(SqliteFile(path))
-    return path
-
-
-@pytest.fixture(scope="module")
-def postgres_template(postgres: PostgresCluster) -> Iterator[PostgresCluster]:
-    """A PostgreSQL database with every table (migrated once; each test works on a copy)."""
-    postgres.execute(f'CREATE DATABASE "{TEMPLATE}"')
-    migrate(PostgresDatabase(postgres, TEMPLATE))
-    yield postgres
-    postgres.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutboxDatabase]:
-    """This test's copy of the migrated database, on each engine."""
-    db: OutboxDatabase
-    if request.param == "sqlite":
-        path = tmp_path / "db.sqlite3"
-        shutil.copy(request.getfixturevalue("sqlite_template"), path)
-        db = SqliteFile(path)
-    else:
-        db = PostgresDatabase.copy_of(request.getfixturevalue("postgres_template"), TEMPLATE)
-    yield db
-    db.drop()
-
-
-def migrate(db: OutboxDatabase) -> None:
-    """Create every table in a database, as `manage.py migrate` does."""
-    done = run(environment(db, "redis://127.0.0.1:1/0"), "migrate")
-    assert done.returncode == 0, done.stderr
-
 
 def environment(db: OutboxDatabase, url: str, **extra: str) -> dict[str, str]:
     """The environment of a producer or sweeper process."""
@@ -179,15 +128,16 @@ def test_a_row_left_for_a_completed_job_is_deleted_without_a_rerun(
     drain(client, jids, database)
     histories = {jid: len(client.redis.lrange(f"ql:j:{jid}-history", 0, -1)) for jid in jids}
     # Rows as a failed delete would leave them: the jobs were put and have completed since.
-    for jid in jids:
-        job = client.get_job(jid)
-        assert job is not None
-        database.execute(
-            f'INSERT INTO {TABLE} (connection, queue, jid, klass, data, not_before, '  # noqa: S608
-            'tags, depends, tracked, "unique", task_backend, created) '
-            "VALUES ('default', 'q', %s, %s, %s, 0, '[]', '[]', false, '', '', "
-            "'2000-01-01 00:00:00')", (jid, job.klass, job.raw_data))
-    planted = len(rows(database))
+    # In one statement: the workers' sweeps (every 0.2 s) see all of them or none.
+    jobs = client.get_jobs(jids)
+    assert len(jobs) == len(jids)
+    row = ("('default', 'q', %s, %s, %s, 0, '[]', '[]', false, '', '', "
+           "'2000-01-01 00:00:00')")
+    planted = len(database.execute(
+        f'INSERT INTO {TABLE} (connection, queue, jid, klass, data, not_before, '  # noqa: S608
+        'tags, depends, tracked, "unique", task_backend, created) '
+        f"VALUES {', '.join([row] * len(jobs))} RETURNING jid",
+        tuple(value for job in jobs for value in (job.jid, job.klass, job.raw_data))))
     settle(lambda: not rows(database), 30)
     states = {jid: getattr(client.get_job(jid), "state", None) for jid in jids}
     after = {jid: len(client.redis.lrange(f"ql:j:{jid}-history", 0, -1)) for jid in jids}

@@ -1,9 +1,10 @@
 """B3: SIGTERM during a short job, a long job, while idle, and a second signal.
 
-One worker with a 10 s shutdown deadline (`--shutdown-timeout 10`), compressed leases.
-The plan's figures: (a) the short job completes, exit 0 <= 2.5 s after the signal, no pop
-after it; (b) the long job is handed back <= 11 s (waiting, `remaining` intact, history
-shows the hand-back by this worker and the put), another worker completes it, 2
+One worker with a 10 s shutdown deadline (`--shutdown-timeout 10`), compressed leases,
+at each concurrency of `AT_EACH_CONCURRENCY`. The plan's figures: (a) the short job (one
+in every slot) completes, exit 0 <= 2.5 s after the signal, no pop after it; (b) the
+long job (one in every slot) is handed back <= 11 s (waiting, `remaining` intact,
+history shows the hand-back by this worker and the put), another worker completes it, 2
 executions; (c) idle: exit <= 1 s; (d) a second signal: immediate exit != 0, the job is
 recovered by lease expiry within lease + grace (+ one poll). Nothing stays running for a
 dead worker (audit). tests/worker covers the mechanics with other timings.
@@ -21,6 +22,7 @@ import pytest
 from django_qless.core import Client
 from tests.faults import ledger
 from tests.faults.checks import (
+    AT_EACH_CONCURRENCY,
     GRACE,
     HEARTBEAT,
     POLL,
@@ -33,7 +35,7 @@ from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 from tests.support import wait_for
 
-pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(90), AT_EACH_CONCURRENCY]
 
 DEADLINE = 10
 Fleets = Callable[..., Fleet]
@@ -67,49 +69,58 @@ def client(server: RedisServer) -> Client:
 
 
 def test_a_sigterm_during_a_short_job(client: Client, server: RedisServer, fleets: Fleets,
-                                      figures: dict[str, Any]) -> None:
-    short, after = put_jobs(client, 2, lambda n: {"ms": 2000 if n == 0 else 0})
+                                      figures: dict[str, Any], concurrency: int) -> None:
+    # A short job in every slot, and one more that must never be popped after the signal.
+    *short, after = put_jobs(client, concurrency + 1,
+                             lambda n: {"ms": 2000 if n < concurrency else 0})
     fleet, pid = one_worker(fleets, server)
-    wait_for(lambda: started(fleet, short), 15, what="the short job's start")
+    wait_for(lambda: all(started(fleet, jid) for jid in short), 15,
+             what="the short jobs' starts")
     sent = fleet.send(pid, signal.SIGTERM)
     code = fleet.wait_exit(pid, 15)
     exit_after = time.monotonic() - sent
-    figures.update(jobs=2, exit_code=code, exit_after=round(exit_after, 2),
+    figures.update(jobs=len(short) + 1, exit_code=code, exit_after=round(exit_after, 2),
                    pops_after_signal=len(whats(client, after)) - 1)
     assert code == 0, fleet.output()
     assert exit_after <= 2.5
-    assert client.get_job(short).state == "complete"  # type: ignore[union-attr]
+    states = [job.state for job in map(client.get_job, short) if job is not None]
+    assert states == ["complete"] * len(short)
     assert whats(client, after) == ["put"]  # never popped after the signal
     assert audited(client, fleet).clean
 
 
-def test_b_sigterm_during_a_long_job_hands_it_back(
+def test_b_sigterm_during_long_jobs_hands_them_back(
     client: Client, server: RedisServer, fleets: Fleets, figures: dict[str, Any],
+    concurrency: int,
 ) -> None:
-    (jid,) = put_jobs(client, 1, lambda n: {"seconds": 60}, klass="faults.long_once",
-                      retries=3)
+    # A long job in every slot: each is handed back at the deadline.
+    jids = put_jobs(client, concurrency, lambda n: {"seconds": 60}, klass="faults.long_once",
+                    retries=3)
     fleet, pid = one_worker(fleets, server)
-    first = wait_for(lambda: started(fleet, jid), 15, what="the long job's start")
+    wait_for(lambda: all(started(fleet, jid) for jid in jids), 15,
+             what="the long jobs' starts")
+    worker = started(fleet, jids[0])[0].worker
     sent = fleet.send(pid, signal.SIGTERM)
     code = fleet.wait_exit(pid, DEADLINE + 5)
     handed_back_after = time.monotonic() - sent
-    job = client.get_job(jid)
-    assert job is not None
-    figures.update(jobs=1, exit_code=code, handed_back_after=round(handed_back_after, 2),
-                   remaining=job.remaining)
+    jobs = [client.get_job(jid) for jid in jids]
+    figures.update(jobs=len(jids), exit_code=code, handed_back_after=round(handed_back_after, 2),
+                   remaining=sorted({job.remaining for job in jobs if job is not None}))
     assert code == 0, fleet.output()
     assert DEADLINE <= handed_back_after <= DEADLINE + 1
-    assert (job.state, job.remaining, job.retries) == ("waiting", 3, 3)
-    history = [(entry.what, entry.extra) for entry in job.history]
-    assert [what for what, _ in history] == ["put", "popped", "handed-back", "put"]
-    assert history[2][1]["worker"] == first[0].worker
-    # Another worker completes it: two executions in all.
+    for job in jobs:
+        assert job is not None
+        assert (job.state, job.remaining, job.retries) == ("waiting", 3, 3)
+        history = [(entry.what, entry.extra) for entry in job.history]
+        assert [what for what, _ in history] == ["put", "popped", "handed-back", "put"]
+        assert history[2][1]["worker"] == worker
+    # Another worker completes them: two executions of each in all.
     other = fleets(server.url, 1, "q", *FAST)
-    wait_for(lambda: client.get_job(jid).state == "complete", 15,  # type: ignore[union-attr]
-             what="the other worker's completion")
-    runs = started(fleet, jid) + started(other, jid)
-    figures["executions"] = len(runs)
-    assert len(runs) == 2 and runs[1].pid != pid
+    wait_for(lambda: all(client.get_job(jid).state == "complete"  # type: ignore[union-attr]
+                         for jid in jids), 15, what="the other worker's completions")
+    runs = [started(fleet, jid) + started(other, jid) for jid in jids]
+    figures["executions"] = sum(len(each) for each in runs)
+    assert all(len(each) == 2 and each[1].pid != pid for each in runs)
     assert audited(client, other).clean
 
 

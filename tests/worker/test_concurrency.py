@@ -19,7 +19,9 @@ from django.db.backends.signals import connection_created
 from django_qless.core import Client
 from django_qless.core.presence import listed
 from django_qless.worker import Worker, WorkerOptions
+from django_qless.worker.fence import FenceWatch
 from django_qless.worker.pool import PoolWorker
+from django_qless.worker.renewals import Renewals
 from django_qless.worker.round_trip import run_all
 from tests.support import wait_for
 
@@ -175,24 +177,30 @@ def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings:
     assert type(build_worker(options.replace(concurrency=1))).__name__ == "Worker"
 
 
+def opened_while(alias: str, run: Callable[[], Worker]) -> tuple[Worker, list[tuple[str, Any]]]:
+    """Run a worker; every connection to `alias` opened meanwhile, with its thread's name."""
+    opened: list[tuple[str, Any]] = []
+
+    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.alias == alias:
+            opened.append((threading.current_thread().name, connection))
+
+    connection_created.connect(note, weak=False)
+    try:
+        worker = run()
+    finally:
+        connection_created.disconnect(note)
+    return worker, opened
+
+
 @pytest.mark.parametrize("max_age", [0, None])
 def test_slot_threads_leave_no_database_connection_open(
     file_db: str,  # noqa: F811 - the fixture
     put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
 ) -> None:
     connections.settings[file_db]["CONN_MAX_AGE"] = max_age
-    opened: list[tuple[str, Any]] = []
-
-    def note(sender: Any, connection: Any, **kwargs: Any) -> None:
-        if connection.alias == file_db:
-            opened.append((threading.current_thread().name, connection))
-
-    connection_created.connect(note, weak=False)
-    try:
-        jids = [put("worker.touch_db", file_db) for _ in range(200)]
-        worker = run_worker("q", concurrency=8)
-    finally:
-        connection_created.disconnect(note)
+    jids = [put("worker.touch_db", file_db) for _ in range(200)]
+    worker, opened = opened_while(file_db, lambda: run_worker("q", concurrency=8))
     assert isinstance(worker, PoolWorker)
     assert all_state(qless, jids, "complete")
     in_slots = [(name, wrapper) for name, wrapper in opened if name.startswith("qless-slot-")]
@@ -203,6 +211,26 @@ def test_slot_threads_leave_no_database_connection_open(
     if max_age is None:
         assert len(in_slots) < len(jids)  # reused, not one per job
     assert [name for name, wrapper in in_slots if wrapper.connection is not None] == []
+
+
+@pytest.mark.parametrize("max_age", [0, None])
+def test_an_async_jobs_database_calls_run_on_its_slot_thread_and_its_connections(
+    file_db: str,  # noqa: F811 - the fixture
+    put: Put, run_worker: Callable[..., Worker], qless: Client, max_age: int | None,
+) -> None:
+    connections.settings[file_db]["CONN_MAX_AGE"] = max_age
+    jids = [put("worker.atouch_db", file_db) for _ in range(12)]
+    _, opened = opened_while(file_db, lambda: run_worker("q", concurrency=4))
+    assert all_state(qless, jids, "complete")
+    in_jobs = [(name, wrapper) for name, wrapper in opened
+               if name not in ("MainThread", "qless-outbox-sweeper")]
+    # As under `async_to_sync`: the job's `sync_to_async` calls run on the thread that
+    # waits for it (its slot's), not on one thread shared by every async job of the
+    # process; so they use the slot's connections, checked around each job: closed after
+    # it (CONN_MAX_AGE 0) or kept for the slot's next jobs (None).
+    assert in_jobs and all(name.startswith("qless-slot-") for name, _ in in_jobs)
+    assert len(in_jobs) == (len(jids) if max_age == 0 else len({name for name, _ in in_jobs}))
+    assert [name for name, wrapper in in_jobs if wrapper.connection is not None] == []
 
 
 def test_sigkill_loses_nothing_and_reruns_at_most_the_jobs_in_flight(
@@ -428,3 +456,72 @@ def test_a_job_held_while_every_slot_runs_a_long_job_goes_back_to_its_queue(
     assert job is not None and job.state == "complete"
     assert [entry.what for entry in job.history][:4] == ["put", "popped", "handed-back", "put"]
     assert job.history[2].extra["reason"] == "held behind a long job"
+
+
+def test_a_job_whose_lease_ran_out_before_its_slot_started_it_is_not_run(
+    qless: Client, put: Put, run_worker: Callable[..., Worker], ledger: Ledger,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    qless.config.put("q-heartbeat", 2)
+    qless.config.put("grace-period", 0)
+    jid = put("worker.nap", 0.1)
+    other = Client(qless.redis, worker_name="other")
+    popped, read, watch = PoolWorker._pop, Renewals._read, FenceWatch.watch  # noqa: SLF001
+    frozen = threading.Event()
+
+    def stalled(worker: PoolWorker, count: int) -> list[Any]:
+        # The process stands still between the pop and the slot's start (SIGSTOP, a VM
+        # pause): the lease runs out and another worker takes the job. Once it resumes,
+        # the slot thread runs first: its monitor and fence threads get going a second
+        # later, the `lock_lost` sent meanwhile still unread.
+        jobs = popped(worker, count)
+        if jobs:
+            frozen.set()
+            time.sleep(2.5)
+            assert [job.jid for job in other.queue("q").pop()] == [jid]
+            threading.Timer(1.0, frozen.clear).start()
+        return jobs
+
+    def still_reading(monitor: Renewals, timeout: float) -> dict[str, Any] | None:
+        if frozen.is_set():
+            time.sleep(min(timeout, 0.05))
+            return None
+        return read(monitor, timeout)
+
+    def still_watching(fences: FenceWatch, *args: Any) -> None:
+        if not frozen.is_set():
+            watch(fences, *args)
+
+    monkeypatch.setattr(PoolWorker, "_pop", stalled)
+    monkeypatch.setattr(Renewals, "_read", still_reading)
+    monkeypatch.setattr(FenceWatch, "watch", still_watching)
+    worker = run_worker("q", concurrency=2)
+    assert events(ledger, "start") == {}  # never started here: it is the other's now
+    assert worker.outcomes["lock lost"] == 1
+    job = qless.get_job(jid)
+    assert job is not None and (job.state, job.worker) == ("running", "other")
+
+
+@pytest.mark.parametrize("cleanup", [1.0, 2.5])
+def test_a_job_taken_back_runs_again_only_once_its_first_run_stopped(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, cleanup: float,
+) -> None:
+    qless.config.put("q-heartbeat", 3)  # renewed every second; fenced near the 3 s lease
+    qless.config.put("grace-period", 0)
+    jid = put("worker.nap_cleanup", 5.0, cleanup)
+    worker = spawn("q", "--concurrency", "2", "--poll-interval", "0.1")
+    wait_for(lambda: jid in events(ledger, "start"), timeout=15)
+    # Handed to the next pop at once: this worker's, from its free slot, while the first
+    # run still takes `cleanup` seconds to stop.
+    qless.timeout(jid)
+    wait_for(lambda: job_state(qless, jid) == "complete", timeout=30)
+    runs = [entry for entry in ledger() if entry["jid"] == jid]
+    assert [entry["event"] for entry in runs] == ["start", "stopped", "start", "end"]
+    # Never two runs of the job at once; the second, longer than its lease, was renewed
+    # throughout (not fenced) and completed.
+    assert runs[2]["t"] >= runs[1]["t"]
+    assert runs[1]["how"] == "LockLost"
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(15) == 0, worker.output()
+    # Past half its lease the second pop is not run: the lock expires, qless hands it out.
+    assert ("has not stopped yet; not run" in worker.output()) == (cleanup > 1.5)

@@ -122,7 +122,7 @@ def test_a_job_held_a_while_is_heartbeated_first_and_skipped_if_lost(
     ledger: Callable[[], list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Every held job counts as held long, and the cancel event is not kept for the start.
-    monkeypatch.setattr("django_qless.worker.fetcher.RECENT_TTL", 0.0)
+    monkeypatch.setattr("django_qless.worker.held.RECENT_TTL", 0.0)
     monkeypatch.setattr(monitor_module, "RECENT_TTL", 0.0)
     beats: list[str] = []
     original = Client.call

@@ -13,6 +13,7 @@ import signal
 import time
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 
 from django_qless.core import Job, RetryJob
@@ -164,6 +165,12 @@ def touch_db(alias: str) -> None:
         cursor.execute("SELECT 1")
 
 
+@qless_job(name="worker.atouch_db")
+async def atouch_db(alias: str) -> None:
+    """`touch_db` from an `async def` job, through `sync_to_async`."""
+    await sync_to_async(touch_db.func)(alias)
+
+
 @qless_job(name="worker.db_state", takes_job=True)
 def db_state(job: Job, alias: str) -> None:
     """Records whether a connection of `alias` is open when the job starts."""
@@ -297,14 +304,16 @@ def stubborn(seconds: float = 4) -> str:
 # thread (at its next bytecode) lands within one slice.
 
 
-def _nap(job: Job, seconds: float) -> None:
-    """Record the start, nap `seconds` in slices, record the end (or the interruption)."""
+def _nap(job: Job, seconds: float, cleanup: float = 0.0) -> None:
+    """Record the start, nap `seconds` in slices, record the end (or the interruption,
+    after `cleanup` seconds of tidying up)."""
     record(job, "start")
     until = time.monotonic() + seconds
     try:
         while time.monotonic() < until:
             time.sleep(0.02)
     except BaseException as exc:
+        time.sleep(cleanup)
         record(job, "stopped", how=type(exc).__name__)
         raise
     record(job, "end")
@@ -314,6 +323,12 @@ def _nap(job: Job, seconds: float) -> None:
 def nap(job: Job, seconds: float) -> None:
     """A plain function that waits `seconds`."""
     _nap(job, seconds)
+
+
+@qless_job(name="worker.nap_cleanup", takes_job=True)
+def nap_cleanup(job: Job, seconds: float, cleanup: float) -> None:
+    """`nap`, taking `cleanup` seconds to stop once interrupted."""
+    _nap(job, seconds, cleanup)
 
 
 @qless_job(name="worker.nap_limited", takes_job=True, time_limit=0.5)

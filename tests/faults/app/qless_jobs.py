@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -9,6 +10,18 @@ import time
 from django_qless.core import Job
 from django_qless.decorators import qless_job
 from tests.faults import ledger
+
+#: Longest single sleep of a job: a slot thread's interruption (`--concurrency` N > 1)
+#: takes effect between calls, never inside one (docs/pages/worker.md), so jobs nap in
+#: slices and stop within one, as a signal stops the serial worker's job at once.
+NAP = 0.05
+
+
+def nap(seconds: float) -> None:
+    """Sleep `seconds` in slices of at most NAP."""
+    until = time.monotonic() + seconds
+    while (left := until - time.monotonic()) > 0:
+        time.sleep(min(left, NAP))
 
 
 class PlannedFailureError(Exception):
@@ -34,12 +47,48 @@ def work(job: Job, ms: float = 0, fail: bool = False, kill: bool = False) -> Non
         os.kill(os.getpid(), signal.SIGKILL)
     try:
         if ms:
-            time.sleep(ms / 1000)
+            nap(ms / 1000)
     except BaseException:
         ledger.record(job, "abort")
         raise
     if fail:
         raise PlannedFailureError(f"job {job.jid} fails on purpose")
+    ledger.record(job, "end")
+
+
+@qless_job(name="faults.awork", takes_job=True)
+async def awork(job: Job, ms: float = 0) -> None:
+    """`work` as an `async def` job: its sleep awaited on the worker's event loop."""
+    ledger.record(job, "start")
+    try:
+        await asyncio.sleep(ms / 1000)
+    except BaseException:
+        ledger.record(job, "abort")
+        raise
+    ledger.record(job, "end")
+
+
+@qless_job(name="faults.touch_db", takes_job=True)
+def touch_db(job: Job) -> None:
+    """Write a row through the ORM and read it back (on the slot thread's connection)."""
+    from tests.faults.app.models import Touch  # noqa: PLC0415 - only where the app is installed
+
+    ledger.record(job, "start")
+    Touch.objects.create(jid=job.jid, pid=os.getpid())
+    if not Touch.objects.filter(jid=job.jid).exists():
+        raise LookupError(f"the row of {job.jid} is not there")
+    ledger.record(job, "end")
+
+
+@qless_job(name="faults.atouch_db", takes_job=True)
+async def atouch_db(job: Job) -> None:
+    """`touch_db` as an `async def` job, through Django's async ORM."""
+    from tests.faults.app.models import Touch  # noqa: PLC0415 - only where the app is installed
+
+    ledger.record(job, "start")
+    await Touch.objects.acreate(jid=job.jid, pid=os.getpid())
+    if not await Touch.objects.filter(jid=job.jid).aexists():
+        raise LookupError(f"the row of {job.jid} is not there")
     ledger.record(job, "end")
 
 
@@ -49,7 +98,7 @@ def long_once(job: Job, seconds: float) -> None:
     ledger.record(job, "start")
     try:
         if first_execution(job):
-            time.sleep(seconds)
+            nap(seconds)
     except BaseException:
         ledger.record(job, "abort")
         raise
