@@ -119,3 +119,15 @@ def _forget_if_forked() -> None:
             _connections.clear()
             _clients.clear()
             _pid = os.getpid()
+
+
+def forget_after_fork() -> list[redis.Redis]:
+    """In a forked child: forget the parent's clients now, under a new lock (a thread of
+    the parent may have held the old one at the fork); returns their redis-py clients."""
+    global _lock, _pid  # noqa: PLW0603 - this process's own copies, once after the fork
+    _lock = threading.Lock()
+    inherited = list(_connections.values())
+    _connections.clear()
+    _clients.clear()
+    _pid = os.getpid()
+    return inherited

@@ -51,6 +51,9 @@ TEMPLATES = [
 ]
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Django's own advice for test suites: its default hasher is slow on purpose, and every
+# admin test creates users with passwords. Production settings keep Django's default.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Nothing listens on port 1: tests point QLESS at the suite's own redis-server per test.
 QLESS: dict[str, Any] = {"URL": "redis://127.0.0.1:1/0"}

@@ -1,11 +1,15 @@
 """What a job's forked child process does (`--isolation process`): run the job, report JSON.
 
-The child is a fork of the worker taken in its job thread, with the job already in memory:
-nothing about the job is sent to it. It ignores the stop signals (the parent decides when
-its job stops), enforces the soft time limit with its own SIGALRM, writes crash tracebacks
-to the file the parent reads back (`faulthandler`), and reports how the job ended as one
-JSON document on the pipe before `os._exit`. It never runs `atexit` handlers or
-finalizers, so nothing it inherited (Redis or database sockets) is shut down for the parent.
+The child is a fork of the worker taken in its job thread (a slot thread with
+`--concurrency`), with the job already in memory: nothing about the job is sent to it.
+It first resets what the worker's other threads may have held at the fork (`forked`),
+ignores the stop signals (the parent decides when its job stops), enforces the soft time
+limit with its own SIGALRM, writes crash tracebacks to the file the parent reads back
+(`faulthandler`), and reports how the job ended as one JSON document on the pipe before
+`os._exit`. It never runs `atexit` handlers or finalizers, so nothing it inherited
+(Redis or database sockets) is shut down for the parent; it flushes what the job printed.
+A coroutine the job awaits through `coroutines.invoke` runs on asgiref's `async_to_sync`:
+the worker's event loop is not in the child.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from typing import Any, NoReturn
 
 from django.db import connections
 
+from .. import coroutines
 from ..core import Job, RetryJob
 from ..results import NOTHING, exception_path
+from . import forked
 from .failures import group_for, message_for, retried
 from .interrupt import Interrupter
 from .shutdown import STOP_SIGNALS
@@ -34,6 +40,10 @@ UNREPORTED = 70
 
 #: prctl option: the signal this process gets when its parent thread exits.
 PR_SET_PDEATHSIG = 1
+#: libc's prctl, looked up in the worker: a lookup in the child could wait for the
+#: dynamic loader's lock, which another thread may have held at the fork.
+_prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")
+          else None)
 
 #: Database connections inherited from the parent, kept referenced until `os._exit` so no
 #: finalizer closes them (closing would end the parent's session on the shared socket).
@@ -46,6 +56,8 @@ def run_child(target: Target, job: Job, soft_limit: float | None, report_fd: int
     code = UNREPORTED
     try:
         _die_with_parent(parent)
+        forked.reset([job.client.redis])
+        coroutines.install(None)  # the worker's loop, and its thread, stayed in the worker
         faulthandler.enable(file=fault_fd, all_threads=True)
         # The parent asks for the stack this way right before a hard-limit SIGKILL.
         faulthandler.register(signal.SIGUSR1, file=fault_fd, all_threads=True)
@@ -57,6 +69,7 @@ def run_child(target: Target, job: Job, soft_limit: float | None, report_fd: int
         _write_all(report_fd, json.dumps(report).encode())
         code = REPORTED
     finally:
+        forked.flush_streams()
         os._exit(code)
 
 
@@ -89,10 +102,10 @@ def failure_report(target: Target, job: Job, exc: BaseException) -> dict[str, An
 
 
 def _die_with_parent(parent: int) -> None:
-    """On Linux, be SIGKILLed when the worker dies (a SIGKILLed worker leaves no orphan job)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    """On Linux, be SIGKILLed when the worker dies (a SIGKILLed worker leaves no orphan job);
+    strictly, when the thread that forked it ends (a slot thread ends with its worker)."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before prctl took effect
         os._exit(UNREPORTED)
 

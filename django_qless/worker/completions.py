@@ -1,13 +1,13 @@
-"""Completions of jobs that end at the same moment, sent in one round trip.
+"""The reports of jobs that end at the same moment (complete, fail, retry), in one round trip.
 
-With `--concurrency N` each slot completes its own job as soon as it returns. A slot
-whose completion finds no other round trip under way sends it at once, with any others
-that are waiting; while one is under way, the completions of the jobs that end meanwhile
-wait for it and then go together in the next. Nothing waits to fill a batch: with jobs
-ending one at a time, each completion is its own round trip, as before.
+With `--concurrency N` each slot reports its own job as soon as it ends. A slot whose
+report finds no other round trip under way sends it at once, with any others that are
+waiting; while one is under way, the reports of the jobs that end meanwhile wait for it
+and then go together in the next. Nothing waits to fill a batch: with jobs ending one at
+a time, each report is its own round trip, as before.
 
-Each answer goes back to the slot that asked: its job's state, or the error in place (a
-`LockLostError`, a lost connection), so each slot reports its own job.
+Each answer goes back to the slot that asked: the script's reply, or the error in place
+(a `LockLostError`, a lost connection), so each slot settles its own job.
 """
 
 from __future__ import annotations
@@ -18,21 +18,21 @@ from typing import Any
 
 import redis
 
-from ..core import Client, Job, commands
+from ..core import Client, Command, Job, commands
 from .round_trip import run_all
 
 
 @dataclass
 class _Asked:
-    """One job's completion, waiting for its answer."""
+    """One job's report, waiting for its answer."""
 
-    job: Job
+    command: Command
     answer: Any = None
     done: bool = False
 
 
 class Completions:
-    """Sends completions for the slot threads, those ready together in one round trip."""
+    """Sends the slot threads' reports, those ready together in one round trip."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -43,7 +43,22 @@ class Completions:
 
     def complete(self, job: Job) -> Any:
         """Complete `job`; returns its new state, or the error qless or Redis gave."""
-        asked = _Asked(job)
+        answer = self.send(commands.complete(job.jid, self.client.worker_name, job.queue_name,
+                                             job.raw_data))
+        if not isinstance(answer, BaseException):
+            job.state = str(answer)
+        return answer
+
+    def run(self, command: Command) -> Any:
+        """`command`'s reply, as `Client.run` gives it: a script or Redis error is raised."""
+        answer = self.send(command)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def send(self, command: Command) -> Any:
+        """`command`'s reply, or the error qless or Redis gave, in place."""
+        asked = _Asked(command)
         with self._changed:
             self._waiting.append(asked)
             while not asked.done:
@@ -64,12 +79,9 @@ class Completions:
         return asked.answer
 
     def _send(self, batch: list[_Asked]) -> None:
-        """One round trip for every completion in `batch`; each gets its answer."""
-        name = self.client.worker_name
+        """One round trip for every report in `batch`; each gets its answer."""
         try:
-            answers = run_all(self.client, [
-                commands.complete(asked.job.jid, name, asked.job.queue_name,
-                                  asked.job.raw_data) for asked in batch])
+            answers = run_all(self.client, [asked.command for asked in batch])
         except (redis.RedisError, OSError) as exc:
             answers = [exc] * len(batch)
         except BaseException as exc:
@@ -78,6 +90,4 @@ class Completions:
             raise
         self.round_trips += 1
         for asked, answer in zip(batch, answers, strict=True):
-            if not isinstance(answer, BaseException):
-                asked.job.state = str(answer)
             asked.answer, asked.done = answer, True

@@ -91,7 +91,7 @@ class Fetcher:
             return None
         while (held := self.held.next()) is not None:
             self.batch.collect()  # answers to earlier completions: their signals come first
-            if self._still_ours(held):
+            if self.still_ours(held):
                 return held.job
         # Settle every completion first: this pop must see the jobs they released.
         self.settle()
@@ -102,7 +102,7 @@ class Fetcher:
         if outcome is Outcome.SUCCEEDED:
             self._complete(job, duration)
         else:
-            self._count(job, outcome, duration)
+            self.count(job, outcome, duration)
         # The job's own run time: a slow link to Redis must not turn popping ahead off.
         self.durations.observe(duration)
         self.jobs_run += 1
@@ -143,16 +143,16 @@ class Fetcher:
         """
         if self.stop.requested:
             self.settle()
-            self._count(job, self._complete_alone(job, duration), duration)
+            self.count(job, self._complete_alone(job, duration), duration)
             return
         try:
             in_hand = self.held.in_hand()
             if in_hand:
                 self._send_ahead(job, duration, in_hand)
             else:
-                self._count(job, self._complete_and_pop(job, duration), duration)
+                self.count(job, self._complete_and_pop(job, duration), duration)
         except redis.RedisError as exc:
-            self._count(job, self.reporter.completed(job, duration, exc), duration)
+            self.count(job, self.reporter.completed(job, duration, exc), duration)
 
     def _send_ahead(self, job: Job, duration: float, in_hand: int) -> None:
         """Send the completion and the pops topping the held jobs up, without waiting."""
@@ -211,7 +211,7 @@ class Fetcher:
         except Exception:
             logger.exception("qless worker %s: could not report job %s", self.name, job.jid)
             outcome = Outcome.UNREPORTED
-        self._count(job, outcome, duration)
+        self.count(job, outcome, duration)
 
     def _report(self, job: Job, duration: float, answer: Any) -> Outcome:
         """What qless's answer to a completion makes of the job (its new state, or an error)."""
@@ -245,7 +245,7 @@ class Fetcher:
         self.batch.deliver(completion, state)
         self.batch.deliver(popped, jobs)
 
-    def _count(self, job: Job, outcome: Outcome, duration: float = 0.0) -> None:
+    def count(self, job: Job, outcome: Outcome, duration: float = 0.0) -> None:
         """Count one outcome, in all, by klass and by queue with its run time (for the live
         overview)."""
         self.outcomes[outcome.value] += 1
@@ -254,11 +254,11 @@ class Fetcher:
 
     # Popping.
 
-    def _still_ours(self, held: Held) -> bool:
+    def still_ours(self, held: Held) -> bool:
         """A job held a while is heartbeated before it starts: it may have been lost since."""
         if still_ours(held, self.name):
             return True
-        self._count(held.job, Outcome.LOCK_LOST)
+        self.count(held.job, Outcome.LOCK_LOST)
         return False
 
     def _extra(self, number: int, in_hand: int) -> int:

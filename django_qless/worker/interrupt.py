@@ -15,6 +15,10 @@ interruption then cancels that task (thread-safely, from the monitor thread or t
 SIGALRM handler) rather than raising into the loop's own code; the loop awaits the
 cancellation and raises the `pending` interruption itself.
 
+A thread that waits for an isolated job's child (`isolation`) arms `polled`: nothing is
+raised into it (an exception landing between the fork and its bookkeeping of the child
+would leave the child unwatched); it reads `pending` between two waits and kills the child.
+
 Limits, in both modes: code that stays inside one C call (a long regex, a C extension that
 does not check for signals) is only stopped when that call returns; a job that catches
 `BaseException` can swallow the interruption (the worker still discards its result when
@@ -73,6 +77,8 @@ class Interrupter:
         self._lock = threading.Lock()
         self._async_sent = False
         self._timer = False
+        #: Armed for a thread that reads `pending` itself: nothing is raised into it.
+        self._polled = False
         self._installed = False
         self._previous: Any = None
         self._saved_timer = (0.0, 0.0)
@@ -107,11 +113,13 @@ class Interrupter:
         """True when the time limit is enforced by a timer (else the monitor thread does it)."""
         return self._installed
 
-    def arm(self, time_limit: float | None) -> None:
-        """Called by the job thread right before the job function runs."""
+    def arm(self, time_limit: float | None, *, polled: bool = False) -> None:
+        """Called by the job thread right before the job function runs; `polled`: the
+        thread reads `pending` itself (nothing is raised into it, no timer is set)."""
         self.pending = None
         self.thread_id = threading.get_ident()
-        if self._installed and time_limit:
+        self._polled = polled
+        if self._installed and time_limit and not polled:
             signal.setitimer(signal.ITIMER_REAL, time_limit)
             self._timer = True
         self.armed = True
@@ -147,6 +155,8 @@ class Interrupter:
             self.pending = exc_class
             if self._cancel is not None:
                 self._cancel()
+            elif self._polled:
+                pass  # the job thread reads `pending` at its next look
             elif self._installed:
                 signal.pthread_kill(self.thread_id, signal.SIGALRM)
             else:
@@ -156,7 +166,7 @@ class Interrupter:
 
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         """SIGALRM: raise into the job if one is running (one shot)."""
-        if not self.armed:
+        if not self.armed or self._polled:
             return
         if self._cancel is not None:
             # An async job: cancel its task (never raise inside the event loop's code).

@@ -2,8 +2,10 @@
 
 The worker's job thread forks a child with the job in memory (`child.run_child`) and waits
 for its JSON report on a pipe, while its monitor thread keeps renewing the lease as for an
-in-process job. The child enforces the soft time limit itself (the job sees
-`TimeLimitExceeded` as usual); the parent enforces what a job cannot escape:
+in-process job. With `--concurrency N` each slot thread does the same for its own job, so
+up to N children run at once, each watched by its slot alone. The child enforces the soft
+time limit itself (the job sees `TimeLimitExceeded` as usual); the parent enforces what a
+job cannot escape:
 
 - the hard time limit: the child is SIGKILLed and the job failed into
   `<queue>-TimeLimitExceeded`, with the stack the child was in (dumped by `faulthandler`
@@ -13,8 +15,19 @@ in-process job. The child enforces the soft time limit itself (the job sees
 - a child that dies without reporting (signal, `os._exit`, `abort`) fails the job into
   `<queue>-ChildProcessDied` as soon as `waitpid` sees it, with the signal or exit status
   and the child's `faulthandler` output (a temporary file per child, read back);
-- a lost lock, a cancellation or the shutdown deadline interrupts the waiting parent as
-  it would interrupt the job, and the parent SIGKILLs the child before going on.
+- a lost lock, a cancellation, a fence or the shutdown deadline interrupts the waiting
+  parent as it would interrupt the job, and the parent SIGKILLs the child before going
+  on. The interruption is not raised into the waiting thread but read by it between two
+  waits (`Interrupter.arm(polled=True)`): raised, it could land between the fork and the
+  thread's bookkeeping of the child, which would then run on unwatched. A time limit
+  from the monitor (the hard limit, which is the deadline it watches for an isolated job)
+  is the hard limit here.
+
+Each child waits for its own pid (`waitpid(pid)`, never any child) and has its own pipe
+and `faulthandler` file. Forks are taken one at a time (`_FORKING`): another thread's
+child, forked while a pipe's write end is still open in the parent, would keep it open
+and hide the end of that pipe's child until its own end. What a child inherits from the
+other threads of the worker (their locks) is reset in the child (`forked`).
 
 `@qless_job` functions run isolated; `async def` jobs and Django Tasks tasks stay in the
 worker process (they share its event loop and its task bookkeeping).
@@ -30,6 +43,7 @@ import os
 import select
 import signal
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -38,7 +52,7 @@ from ..exceptions import QlessConfigurationError
 from ..results import NOTHING
 from .child import REPORTED, run_child
 from .child_failures import ChildProcessDied, MemoryLimitExceeded, from_report, stand_in
-from .interrupt import TimeLimitExceeded
+from .interrupt import Interrupter, JobInterrupted, TimeLimitExceeded
 from .options import WorkerOptions
 from .rss import PAGE
 from .targets import JobTarget, Target
@@ -53,6 +67,8 @@ DUMP_GRACE = 0.05
 #: At most this much of the child's faulthandler output goes into a failure message.
 MAX_DUMP = 8 * 1024
 _TIME_LIMIT_PATH = f"{TimeLimitExceeded.__module__}.{TimeLimitExceeded.__qualname__}"
+#: Held from a child's pipe to the close of its write end in the parent, around the fork.
+_FORKING = threading.Lock()
 
 
 def check_options(options: WorkerOptions) -> None:
@@ -93,30 +109,43 @@ class Isolation:
         """The hard time limit of a job whose soft limit is `soft`."""
         return hard_limit(soft, self.hard_time_limit)
 
-    def call(self, target: Target, job: Job, soft: float | None) -> Any:
-        """Run the job in a child; its kept value (`NOTHING`: none), or raise its failure."""
-        return ChildRun(target, job, soft, self.hard_limit(soft), self.memory_mb).wait()
+    def call(self, target: Target, job: Job, soft: float | None, interrupter: Interrupter
+             ) -> Any:
+        """Run the job in a child; its kept value (`NOTHING`: none), or raise its failure.
+
+        `interrupter` is armed `polled` by the caller: its `pending` stops the child.
+        """
+        run = ChildRun(target, job, soft, self.hard_limit(soft), self.memory_mb, interrupter)
+        return run.wait()
 
 
 class ChildRun:
     """One forked child running one job, watched by the worker's job thread."""
 
     def __init__(self, target: Target, job: Job, soft: float | None, hard: float | None,
-                 memory_mb: int | None) -> None:
+                 memory_mb: int | None, interrupter: Interrupter) -> None:
         self.soft, self.hard, self.memory_mb = soft, hard, memory_mb
+        self.interrupter = interrupter
         self.faults = tempfile.TemporaryFile()  # noqa: SIM115 - closed in wait()
-        read_fd, write_fd = os.pipe()
         self.started = time.monotonic()
         parent = os.getpid()
-        # The child's garbage collector leaves the objects it inherited alone: scanning
-        # them would copy every page they are on (copy-on-write), ~60 ms per job.
-        gc.freeze()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child never returns from run_child
-            os.close(read_fd)
-            run_child(target, job, soft, write_fd, self.faults.fileno(), parent)
-        gc.unfreeze()
-        os.close(write_fd)
+        with _FORKING:
+            read_fd, write_fd = os.pipe()
+            # The child's garbage collector leaves the objects it inherited alone: scanning
+            # them would copy every page they are on (copy-on-write), ~60 ms per job.
+            gc.freeze()
+            try:
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child never returns from run_child
+                    os.close(read_fd)
+                    run_child(target, job, soft, write_fd, self.faults.fileno(), parent)
+            except BaseException:
+                os.close(read_fd)
+                self.faults.close()
+                raise
+            finally:
+                gc.unfreeze()
+                os.close(write_fd)
         self.pid, self.read_fd = pid, read_fd
         self.deadline = self.started + hard if hard else None
         self.status: int | None = None
@@ -145,18 +174,23 @@ class ChildRun:
                 if not chunk:
                     return b"".join(chunks)
                 chunks.append(chunk)
-                continue
             self._check_limits()
 
     def _check_limits(self) -> None:
-        """SIGKILL the child and raise the job's failure past the hard limit or memory cap."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        """SIGKILL the child and raise the job's failure past the hard limit or memory cap,
+        or the interruption the job received."""
+        interruption: type[JobInterrupted] | None = self.interrupter.pending
+        timed_out = self.deadline is not None and time.monotonic() >= self.deadline
+        if timed_out or interruption is TimeLimitExceeded:
             stack = self._dump_stack()
             self._kill()
+            hard = self.hard if self.hard is not None else time.monotonic() - self.started
             raise stand_in(_TIME_LIMIT_PATH)(
-                f"TimeLimitExceeded: hard time limit of {self.hard:g}s exceeded (soft limit "
+                f"TimeLimitExceeded: hard time limit of {hard:g}s exceeded (soft limit "
                 f"{self.soft or 0:g}s); the job's process {self.pid} was killed with "
                 f"SIGKILL{stack}")
+        if interruption is not None:
+            raise interruption()  # wait() kills the child
         if self.memory_mb is not None:
             used = child_rss_mb(self.pid)
             if used > self.memory_mb:

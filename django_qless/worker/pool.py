@@ -8,9 +8,18 @@ under the others, so each takes the next queue in turn), and hands each to a slo
 the queues are empty it sleeps on the waker as the serial worker does, woken also when a
 job ends (a queue's `max-concurrency` may have let one through). `Renewals` renews every
 running job's lease in one round trip and stops each job alone. Each job's outcome is
-reported by its slot as soon as it ends. `--prefetch` does not apply: free slots are the
-pop-ahead. On a stop the loop pops nothing more and waits for the running jobs; the
-monitor hands back those still running at the shutdown timeout.
+reported by its slot as soon as it ends, with those of the jobs that ended at the same
+moment (`completions`). While recent jobs are short, the loop also pops `--prefetch` jobs
+ahead of its free slots and holds them, so a slot that frees up starts one without a
+round trip; a job held for `HOLD_LIMIT` (every slot busy with longer jobs) goes back to
+its queue, as in the serial worker. On a stop the loop pops nothing more, gives back what
+it holds and waits for the running jobs; the monitor hands back those still running at
+the shutdown timeout.
+
+With `--isolation process` each slot runs its plain function in a child of its own
+(`isolation`: a fork per job), so up to N children run at once, each killed alone at its
+hard limit, memory cap, lost lock, fence or shutdown timeout; `async def` jobs and Django
+Tasks stay on the process's threads and loop as without isolation.
 """
 
 from __future__ import annotations
@@ -18,18 +27,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 
 import redis
 
 from ..core import Job, LockLostError, QlessError, Queue, commands
-from ..exceptions import QlessConfigurationError
 from .completions import Completions
 from .fetcher import names
-from .held import Held
+from .held import DurationAverage, Held
 from .interrupt import Interrupter
 from .loop import Worker
-from .monitor import TICK
+from .monitor import HOLD_LIMIT, TICK
 from .options import WorkerOptions
 from .renewals import Renewals
 from .report import Outcome, hand_back
@@ -45,18 +54,8 @@ logger = logging.getLogger("django_qless.worker")
 STUCK_GRACE = 0.25
 
 
-def check_concurrency(options: WorkerOptions) -> None:
-    """Refuse the combinations `--concurrency` does not support, before anything starts."""
-    if options.concurrency > 1 and options.isolation == "process":
-        raise QlessConfigurationError(
-            "--isolation process runs one job at a time per worker process: with it, use "
-            "--processes N instead of --concurrency (QLESS['WORKER']['CONCURRENCY'] "
-            f"{options.concurrency} with QLESS['WORKER']['ISOLATION'] 'process')")
-
-
 def build_worker(options: WorkerOptions) -> Worker:
     """The serial worker for `--concurrency 1`, else one that runs N jobs at once."""
-    check_concurrency(options)
     if options.concurrency > 1:
         return PoolWorker(options)
     return Worker(options)
@@ -66,7 +65,6 @@ class PoolWorker(Worker):
     """Runs up to `options.concurrency` jobs at once: threads, and tasks on one loop."""
 
     def __init__(self, options: WorkerOptions) -> None:
-        check_concurrency(options)
         super().__init__(options)
         #: Replaces the serial monitor (never started): the same, for many jobs.
         self.renewals = Renewals(
@@ -76,7 +74,8 @@ class PoolWorker(Worker):
         self.monitor = self.renewals
         self.presence.current = lambda: None
         self.presence.running_jobs = self.renewals.running
-        #: Sends the completions of jobs that end together in one round trip.
+        #: Sends the completions, failures and retries of jobs that end together in one
+        #: round trip.
         self.completions = Completions(self.client)
         self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
                            self._finished)
@@ -85,11 +84,16 @@ class PoolWorker(Worker):
         self._counting = threading.Lock()
         #: Jobs started so far (`--max-jobs` counts them).
         self.started = 0
+        #: Jobs popped ahead of the free slots, in pop order (only the loop's thread).
+        self.held: deque[Held] = deque()
+        #: How long recent jobs ran: jobs are popped ahead only while they are short.
+        self.durations = DurationAverage()
         self.waker.should_stop = lambda: self.stop.requested or self.slots.freed.is_set()
 
     def _runner(self, interrupter: Interrupter) -> JobRunner:
         """A slot's runner: its own interrupter and database hygiene, the shared monitor."""
-        return JobRunner(self.options, self.renewals, interrupter, self.runner.reporter)
+        return JobRunner(self.options, self.renewals, interrupter, self.runner.reporter,
+                         send=self.completions.run)
 
     def startup(self) -> None:
         """As the serial worker, then start the slot threads."""
@@ -98,6 +102,7 @@ class PoolWorker(Worker):
 
     def shutdown(self) -> None:
         """Wait for the running jobs (handed back at the shutdown timeout), then stop."""
+        self._give_back_held("worker shutdown")
         self.slots.drain(self._stop_waiting)
         self._hand_back_stuck()
         super().shutdown()
@@ -129,22 +134,67 @@ class PoolWorker(Worker):
                                "will expire", self.name, running.job.jid, exc)
 
     def run_once(self) -> bool:
-        """Pop jobs for the free slots and start them; False when the queues gave none."""
+        """Start held jobs and pop more for the free slots (and ahead of them while jobs are
+        short); False when there was nothing to start or hold."""
         free = self._wanted()
         if free <= 0:
             return True
         self.slots.freed.clear()
-        jobs = self._pop(free)
+        started = self._start_held(free)
+        free -= started
+        jobs = self._pop(free + self._ahead()) if self.fetcher.lease_guard.safe else []
+        if not self.fetcher.lease_guard.safe:
+            self._give_back_held("unsafe lease settings")
         now, clock = time.monotonic(), self.client.now()
         for job in jobs:
             self.waker.popped()
-            with self._counting:
-                self.started += 1
-            self.slots.submit(Held(job, now, float(job.expires) - clock))
-        return bool(jobs)
+            held = Held(job, now, float(job.expires) - clock)
+            if free > 0:
+                free -= 1
+                self._start(held)
+            else:
+                self.held.append(held)
+        return bool(jobs) or started > 0
+
+    def _start(self, held: Held) -> None:
+        """Hand a popped job to a free slot (which renews it first if it waited a while)."""
+        with self._counting:
+            self.started += 1
+        self.slots.submit(held)
+
+    def _start_held(self, free: int) -> int:
+        """Start up to `free` held jobs, oldest first."""
+        started = 0
+        while started < free and self.held:
+            self._start(self.held.popleft())
+            started += 1
+        return started
+
+    def _ahead(self) -> int:
+        """How many jobs to pop ahead of the free slots: `--prefetch` while jobs are short."""
+        if not self.durations.short:
+            return 0
+        ahead = self.options.prefetch - len(self.held)
+        if self.options.max_jobs is not None:
+            ahead = min(ahead, self.options.max_jobs - self.started - len(self.held))
+        return max(ahead, 0)
+
+    def _give_back_held(self, reason: str) -> None:
+        """Put every held job back in its queue (popped, never started)."""
+        while self.held:
+            job = self.held.popleft().job
+            try:
+                hand_back(job, self.name, reason)
+            except (redis.RedisError, QlessError) as exc:
+                logger.warning("qless worker %s: could not give back job %s (%s); its lock "
+                               "will expire", self.name, job.jid, exc)
+
+    def _held_too_long(self) -> bool:
+        """True once the oldest held job has waited `HOLD_LIMIT` for a slot."""
+        return bool(self.held) and time.monotonic() - self.held[0].since > HOLD_LIMIT
 
     def _wanted(self) -> int:
-        """How many jobs to pop: the free slots, none past `--max-jobs`."""
+        """How many jobs to start: the free slots, none past `--max-jobs`."""
         free = self.slots.free
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.started)
@@ -152,7 +202,7 @@ class PoolWorker(Worker):
 
     def _pop(self, count: int) -> list[Job]:
         """Up to `count` jobs in one round trip, in the strategy's order."""
-        if not self.fetcher.lease_guard.safe:
+        if count <= 0:
             return []
         order = self.order
         if self.options.strategy == "ordered":
@@ -182,7 +232,8 @@ class PoolWorker(Worker):
         if outcome is Outcome.SUCCEEDED:
             outcome = self._complete(job, duration)
         with self._counting:
-            self.fetcher._count(job, outcome, duration)  # noqa: SLF001
+            self.fetcher.count(job, outcome, duration)
+            self.durations.observe(duration)
             self.fetcher.jobs_run += 1
             jobs_run = self.fetcher.jobs_run
         self.limits.check(jobs_run)
@@ -204,6 +255,8 @@ class PoolWorker(Worker):
                 break
             if self._wanted() <= 0:
                 self.slots.wait_freed(SLICE)
+                if self._held_too_long():
+                    self._give_back_held("held behind a long job")
                 if self.options.max_jobs is not None and self.started >= self.options.max_jobs:
                     self._drain_then_stop(f"max jobs ({self.options.max_jobs}) reached")
                 continue

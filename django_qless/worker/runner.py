@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
 from .. import signals
-from ..core import Job, LockLostError, RetryJob, UnknownJobError
+from ..core import Command, Job, LockLostError, RetryJob, UnknownJobError, commands
 from ..registry import registry
 from ..results import RESULT_KEY, record_error
 from . import current
@@ -53,9 +54,12 @@ class JobRunner:
     """Runs jobs for one worker; everything here happens in the worker's job thread."""
 
     def __init__(self, options: WorkerOptions, monitor: Monitor, interrupter: Interrupter,
-                 reporter: Reporter) -> None:
+                 reporter: Reporter, send: Callable[[Command], Any] | None = None) -> None:
         self.options = options
         self.monitor = monitor
+        #: Sends a failure or retry and returns the reply (raising a script error): the
+        #: job's own client, or the round trips a worker of many slots shares.
+        self.send = send
         self.interrupter = interrupter
         self.reporter = reporter
         self.worker_name = reporter.worker_name
@@ -116,15 +120,16 @@ class JobRunner:
         started = time.monotonic()
         try:
             try:
-                # An isolated job's child enforces the soft limit; the parent only waits.
-                self.interrupter.arm(None if isolated else limit)
+                # An isolated job's child enforces the soft limit; the parent only waits,
+                # and reads its interruptions between two waits (`Isolation.call`).
+                self.interrupter.arm(None if isolated else limit, polled=isolated)
                 if running.lost is not None:
                     # Lost (or fenced) before the arming: that interruption found nothing
                     # to stop, so the job does not start.
                     raise LockLost()
                 # Isolated: the child already checked the value it kept (`NOTHING`: none).
-                result = (self.isolation.call(target, job, limit) if isolated
-                          else target.call(job))
+                result = (self.isolation.call(target, job, limit, self.interrupter)
+                          if isolated else target.call(job))
             finally:
                 self.interrupter.disarm()
             keep(job, result if isolated else target.stored(result))
@@ -167,7 +172,8 @@ class JobRunner:
         if policy is not None and retry:
             attempt = max(job.retries - job.remaining + 1, 1)
             return self._retry(job, ending, policy.delay_for(attempt), group, message)
-        job.fail(group, message)
+        self._run(job, commands.fail(job.jid, self.worker_name, group, message))
+        job.state = "failed"
         self.reporter.send(signals.job_failed, job, duration=ending.duration, exception=exc,
                            group=group)
         return Outcome.FAILED
@@ -182,7 +188,8 @@ class JobRunner:
     def _retry(self, job: Job, ending: Ending, delay: float, group: str,
                message: str) -> Outcome:
         """qless `retry` with the group and message, so an exhausted job fails into that group."""
-        remaining = job.retry(delay, group, message)
+        remaining = job.remaining = int(self._run(job, commands.retry(
+            job.jid, job.queue_name, self.worker_name, delay, group, message)))
         if remaining < 0:
             self.reporter.send(signals.job_failed, job, duration=ending.duration,
                                exception=ending.exc, group=group)
@@ -190,6 +197,10 @@ class JobRunner:
         self.reporter.send(signals.job_retried, job, duration=ending.duration,
                            exception=ending.exc, delay=delay, remaining=remaining)
         return Outcome.RETRIED
+
+    def _run(self, job: Job, command: Command) -> Any:
+        """Send a failure or retry of `job` (shared with other slots' reports, if any)."""
+        return job.client.run(command) if self.send is None else self.send(command)
 
     def _hand_back(self, job: Job, ending: Ending) -> Outcome:
         """Shutdown deadline passed: put the job back in its queue without spending a retry."""

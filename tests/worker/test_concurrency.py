@@ -13,20 +13,19 @@ from typing import Any
 
 import pytest
 import redis
-from django.core.management import CommandError, call_command
 from django.db import connections
 from django.db.backends.signals import connection_created
 
 from django_qless.core import Client
 from django_qless.core.presence import listed
-from django_qless.worker import Worker
+from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.fence import FenceWatch
 from django_qless.worker.pool import PoolWorker
 from django_qless.worker.renewals import Renewals
 from django_qless.worker.round_trip import run_all
 from tests.support import wait_for
 
-from .conftest import WorkerProcess, job_state
+from .conftest import WorkerProcess, in_thread, job_state
 from .test_db import file_db  # noqa: F401 - the fixture
 
 Ledger = Callable[[], list[dict[str, Any]]]
@@ -163,15 +162,6 @@ def test_presence_lists_every_running_job(
     wait_for(lambda: shown() == jids, timeout=15)
     worker.signal(signal.SIGTERM)
     worker.signal(signal.SIGTERM)
-
-
-@pytest.mark.parametrize("options", [
-    {"concurrency": 4, "isolation": "process"},
-])
-def test_concurrency_with_process_isolation_is_refused_at_start(options: dict[str, Any]
-                                                                ) -> None:
-    with pytest.raises(CommandError, match="--isolation process.*--concurrency"):
-        call_command("qless_worker", "q", burst=True, verbosity=0, **options)
 
 
 def test_the_setting_gives_the_default(qless_settings: dict[str, Any], settings: Any,
@@ -320,6 +310,22 @@ def test_completions_of_jobs_ending_together_share_round_trips(
     assert 0 < worker.completions.round_trips < 300
 
 
+def test_failures_and_retries_of_jobs_ending_together_share_round_trips(
+    qless: Client, put: Put, run_worker: Callable[..., Worker],
+) -> None:
+    failing = [put("worker.fail", "boom") for _ in range(150)]
+    retried = [put("worker.wants_retry", 3600) for _ in range(150)]
+    worker = run_worker("q", concurrency=16)
+    assert isinstance(worker, PoolWorker)
+    assert all_state(qless, failing, "failed")
+    assert all_state(qless, retried, "scheduled")
+    assert worker.outcomes["failed"] == 150
+    jobs = qless.get_jobs(retried)
+    assert {job.remaining for job in jobs} == {jobs[0].retries - 1}
+    # Without sharing, each failure and retry would be a round trip of its own.
+    assert 0 < worker.completions.round_trips < 300
+
+
 def test_a_put_wakes_a_worker_whose_other_slots_are_busy(
     qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
 ) -> None:
@@ -394,6 +400,62 @@ def test_a_thread_blocked_in_one_call_is_handed_back_and_ends_with_the_process(
     assert job is not None and job.state == "waiting" and job.remaining == 3
     assert "handed-back" in [entry.what for entry in job.history]
     assert f"job {blocked} did not stop within" in worker.output()
+
+
+def held_not_started(qless: Client, ledger: Ledger, jid: str) -> bool:
+    """True while `jid` is locked to a worker (popped) but has not started."""
+    return job_state(qless, jid) == "running" and not any(
+        entry["jid"] == jid for entry in ledger())
+
+
+def pool_in_thread(prefetch: int) -> tuple[PoolWorker, threading.Thread]:
+    """A burst worker of 2 slots running in a thread of this process."""
+    worker = PoolWorker(WorkerOptions(queues=("q",), burst=True, handle_signals=False,
+                                      concurrency=2, prefetch=prefetch))
+    return worker, in_thread(worker.run)
+
+
+@pytest.mark.parametrize("prefetch", [1, 0])
+def test_while_every_slot_is_busy_prefetch_jobs_are_popped_ahead_and_held(
+    qless: Client, put: Put, ledger: Ledger, prefetch: int,
+) -> None:
+    warm = [put("worker.noop") for _ in range(2)]  # teach the worker its jobs are short
+    busy = [put("worker.sleep", 0.8) for _ in range(2)]
+    held = put("worker.mark", "held")
+    _, thread = pool_in_thread(prefetch)
+    wait_for(lambda: set(busy) <= set(events(ledger, "start")), what="both slots busy")
+    if prefetch:
+        wait_for(lambda: held_not_started(qless, ledger, held), what="the job held")
+    time.sleep(0.3)  # both slots still busy
+    assert held_not_started(qless, ledger, held) == bool(prefetch)
+    assert job_state(qless, held) == ("running" if prefetch else "waiting")
+    thread.join(10)
+    assert not thread.is_alive()
+    assert all_state(qless, [*warm, *busy, held], "complete")
+    [run] = [entry for entry in ledger() if entry["jid"] == held]
+    # Started as soon as a slot freed up, never given back.
+    assert run["t"] >= min(entry["t"] for entry in events(ledger, "end").values())
+    job = qless.get_job(held)
+    assert job is not None and "handed-back" not in [entry.what for entry in job.history]
+
+
+def test_a_job_held_while_every_slot_runs_a_long_job_goes_back_to_its_queue(
+    qless: Client, put: Put, ledger: Ledger,
+) -> None:
+    [put("worker.noop") for _ in range(2)]
+    busy = [put("worker.sleep", 2.0) for _ in range(2)]
+    held = put("worker.mark", "held")
+    _, thread = pool_in_thread(1)
+    wait_for(lambda: held_not_started(qless, ledger, held), what="the job held")
+    wait_for(lambda: job_state(qless, held) == "waiting", timeout=1.5,
+             what="the held job given back")
+    assert not set(events(ledger, "end")) & set(busy)  # given back while both still ran
+    thread.join(10)
+    assert not thread.is_alive()
+    job = qless.get_job(held)
+    assert job is not None and job.state == "complete"
+    assert [entry.what for entry in job.history][:4] == ["put", "popped", "handed-back", "put"]
+    assert job.history[2].extra["reason"] == "held behind a long job"
 
 
 def test_a_job_whose_lease_ran_out_before_its_slot_started_it_is_not_run(

@@ -6,6 +6,7 @@ import asyncio
 import ctypes
 import faulthandler
 import json
+import logging
 import os
 import random
 import signal
@@ -244,6 +245,14 @@ def hog(job: Job, mb: int, step_mb: int = 16) -> None:
         held.append(b"\x01" * (step_mb << 20))
         time.sleep(0.005)
     record(job, "end", held=len(held))
+
+
+@qless_job(name="worker.say", takes_job=True)
+def say(job: Job, text: str) -> None:
+    """Prints `text` on standard output and logs it at WARNING."""
+    record(job, "start")
+    print(text)  # noqa: T201 - the job's output is the point
+    logging.getLogger("tests.workerapp").warning("%s (logged)", text)
 
 
 @qless_job(name="worker.process_facts", takes_job=True, store_result=True)

@@ -19,7 +19,7 @@ from ...core import QlessError
 from ...recurring import sync_schedules
 from ...worker import Supervisor, Worker, WorkerOptions
 from ...worker.name_claim import check_free
-from ...worker.pool import build_worker, check_concurrency
+from ...worker.pool import build_worker
 from ...worker.presence import TTL as PRESENCE_TTL
 from ...worker.reloading import run_with_reloader
 from ..early_signals import EARLY
@@ -45,7 +45,6 @@ class Command(BaseCommand):
         given = _given(parsed)
         try:
             settings = WorkerOptions.from_settings(**given)
-            check_concurrency(settings)
         except (QlessError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         if parsed["sync_recurring"]:
