@@ -281,7 +281,13 @@ class Monitor(threading.Thread):
                 while len(self._recent) > RECENT:
                     self._recent.popitem(last=False)
                 return
-        self._lose(running, kind)
+        if self._about_this_run(running, kind):
+            self._lose(running, kind)
+
+    def _about_this_run(self, running: RunningJob, event: str) -> bool:
+        """Whether an event about a running job concerns its current lease (it does here:
+        the serial worker runs a jid once at a time and never pops it again meanwhile)."""
+        return True
 
     def _running_job(self, jid: str) -> RunningJob | None:
         """The running job of that jid, if it runs here (called under `_lock`)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from ..core import Job, LockLostError, commands
@@ -37,6 +38,8 @@ logger = logging.getLogger("django_qless.worker")
 #: A renewal pass also renews the jobs whose heartbeat is due within this share of
 #: their interval, so jobs started a moment apart share their round trips.
 EARLY_SHARE = 0.25
+#: Most jids kept as lost here unannounced (`Renewals._lost_here`).
+LOST_HERE = 1024
 
 
 class Renewals(Monitor):
@@ -50,6 +53,10 @@ class Renewals(Monitor):
         self._interrupters: dict[int, Interrupter] = {}
         #: Notified whenever a job ends (`begin` may wait for an earlier run's end).
         self._ended = threading.Condition(self._lock)
+        #: jids whose lease this process lost (or gave up) without hearing of it from
+        #: qless yet: a `lock_lost` about one of them may concern that lease, not the run
+        #: of the job popped again since (`_about_this_run`).
+        self._lost_here: OrderedDict[str, None] = OrderedDict()
 
     def running(self) -> list[RunningJob]:
         """Every job running now, oldest first."""
@@ -73,6 +80,8 @@ class Renewals(Monitor):
                            "it out again)", self.client.worker_name, job.jid)
             running = self.watching(job, lease, interval, time_limit)
             running.lost = "its earlier run here has not stopped"
+            with self._lock:
+                self._note_lost(job.jid)
             return running
         running = self.watching(job, lease, interval, time_limit)
         thread = threading.get_ident()
@@ -97,7 +106,17 @@ class Renewals(Monitor):
             running.ended = True
             if running.fence is not None:
                 self.fences.forget(running.fence)
+            if running.lost is not None and not running.lost.startswith(("lock_lost",
+                                                                          "canceled")):
+                self._note_lost(running.job.jid)  # qless tells of it once the lock expires
             self._ended.notify_all()
+
+    def _note_lost(self, jid: str) -> None:
+        """Remember a jid whose lease was lost here unannounced (called under `_lock`)."""
+        self._lost_here[jid] = None
+        self._lost_here.move_to_end(jid)
+        while len(self._lost_here) > LOST_HERE:
+            self._lost_here.popitem(last=False)
 
     def _earlier_run_ended(self, jid: str, timeout: float) -> bool:
         """Wait until no run of `jid` is under way here; False if one still is after
@@ -126,6 +145,14 @@ class Renewals(Monitor):
             if self.stop.requested_at is not None:
                 due.append(self.stop.requested_at + self.shutdown_timeout - now)
         return max(min(due), 0.001)
+
+    def _about_this_run(self, running: RunningJob, event: str) -> bool:
+        """A `lock_lost` about a job whose earlier lease this process lost unannounced may
+        concern that lease (expired as this worker popped the job again): a renewal tells,
+        as for an event read before the run began (`_confirm_early`)."""
+        with self._lock:
+            earlier = event == "lock_lost" and self._lost_here.pop(running.job.jid, 0) is None
+        return not earlier or self._confirm_early(running, event) is not None
 
     def _running_job(self, jid: str) -> RunningJob | None:
         """The running job of that jid among this process's jobs (called under `_lock`)."""

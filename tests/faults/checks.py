@@ -30,14 +30,14 @@ DRAIN_DEADLINE = HEARTBEAT + GRACE + 3 * POLL
 CONCURRENCIES = (1, 16)
 AT_EACH_CONCURRENCY = pytest.mark.parametrize("concurrency", CONCURRENCIES,
                                               ids=lambda n: f"concurrency{n}")
-#: Jobs a serial worker pops ahead of its running one (`--prefetch`, default 1).
+#: Jobs a worker pops ahead of its busy slots (`--prefetch`, default 1).
 PREFETCH = 1
 
 
 def most_held(concurrency: int) -> int:
-    """The most jobs one worker leases at once: its running job and those popped ahead,
-    or with `--concurrency N` its N slots' jobs (the free slots are its pop-ahead)."""
-    return 1 + PREFETCH if concurrency == 1 else concurrency
+    """The most jobs one worker leases at once: one running in each of its slots, and
+    those popped ahead of them."""
+    return concurrency + PREFETCH
 
 
 @dataclass

@@ -26,9 +26,7 @@ from tests.workerapp.qless_jobs import LEDGER
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
 
-#: One job at a time per worker process: `--isolation process` refuses `--concurrency` > 1
-#: (tests/worker/test_concurrency.py), whatever $QLESS_FAULTS_CONCURRENCY says.
-ISOLATED = ("--isolation", "process", "--concurrency", "1")
+ISOLATED = ("--isolation", "process")
 #: How soon a killed or crashed job must be failed (from its start, or from its hard limit).
 WITHIN = 1.0
 

@@ -15,7 +15,6 @@ import pytest
 
 from tests.faults import ledger
 from tests.faults.checks import (
-    AT_EACH_CONCURRENCY,
     DRAIN_DEADLINE,
     Cut,
     completed,
@@ -30,7 +29,7 @@ from tests.faults.fleet import FAST, Fleet
 from tests.redis_harness import RedisServer
 from tests.support import wait_for
 
-pytestmark = [pytest.mark.faults, pytest.mark.timeout(90), AT_EACH_CONCURRENCY]
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
 
 
 JOBS = 60

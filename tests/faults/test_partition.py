@@ -158,8 +158,7 @@ def test_a_partitioned_worker_fences_its_job_before_another_worker_takes_it(
 ) -> None:
     client = qless_client(server)
     compressed_time(client)
-    # `--isolation process` runs one job at a time per process (refuses --concurrency > 1).
-    extra = ("--isolation", "process", "--concurrency", "1") if isolation == "isolated" else ()
+    extra = ("--isolation", "process") if isolation == "isolated" else ()
     partitioned = fleets(proxy.url, PAIRS, "q", *FAST, *extra,
                          env={"QLESS_FAULTS_OPTIONS": json.dumps(CLIENT_OPTIONS)})
     direct = fleets(server.url, PAIRS, "q", *FAST, *extra)

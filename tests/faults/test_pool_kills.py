@@ -4,10 +4,10 @@ Two workers of 50 slots drain 3,000 short jobs, plain functions (on the slot thr
 and `async def` jobs (on the process's event loop) in turns, each sleeping 5-500 ms. Every
 1.5 s one of them is SIGKILLed mid-drain and restarted. At each kill the test notes the
 jobs Redis still shows the dead worker holding: those running or finished but not yet
-reported at that instant (`checks.Cut`). Pass: every job completes, none lost or failed
-for exhausted retries; every execution that was followed by another was in flight in a
-killed worker, at most one per slot (50) per kill; no two executions of a job overlapped;
-nothing left running; audit clean.
+reported at that instant, and the one popped ahead (`checks.Cut`). Pass: every job
+completes, none lost or failed for exhausted retries; every execution that was followed
+by another was in flight in a killed worker, at most one per slot (50) per kill; no two
+executions of a job overlapped; nothing left running; audit clean.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.faults.checks import (
     completed,
     compressed_time,
     kill_while_waiting,
+    most_held,
     outcome,
     put_jobs,
     qless_client,
@@ -74,7 +75,7 @@ def test_sigkill_chaos_at_concurrency_50_reruns_at_most_the_jobs_in_flight(
     assert result.lost == []
     assert reruns == [], "\n".join(reruns[:10])
     assert result.duplicates <= sum(in_flight)
-    assert max(in_flight) <= CONCURRENCY
+    assert max(in_flight) <= most_held(CONCURRENCY)  # its slots' jobs and those held ahead
     assert result.overlaps == []
     assert result.running == 0
     assert result.failed_retries == 0

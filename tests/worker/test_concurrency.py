@@ -5,6 +5,7 @@ Real worker subprocesses on the suite's redis-server, as in `test_shutdown`.
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -20,9 +21,11 @@ from django_qless.core import Client
 from django_qless.core.presence import listed
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.fence import FenceWatch
+from django_qless.worker.interrupt import Interrupter
 from django_qless.worker.pool import PoolWorker
 from django_qless.worker.renewals import Renewals
 from django_qless.worker.round_trip import run_all
+from django_qless.worker.state import StopState
 from tests.support import wait_for
 
 from .conftest import WorkerProcess, in_thread, job_state
@@ -508,7 +511,7 @@ def test_a_job_taken_back_runs_again_only_once_its_first_run_stopped(
 ) -> None:
     qless.config.put("q-heartbeat", 3)  # renewed every second; fenced near the 3 s lease
     qless.config.put("grace-period", 0)
-    jid = put("worker.nap_cleanup", 5.0, cleanup)
+    jid = put("worker.nap_cleanup", 4.0, cleanup)
     worker = spawn("q", "--concurrency", "2", "--poll-interval", "0.1")
     wait_for(lambda: jid in events(ledger, "start"), timeout=15)
     # Handed to the next pop at once: this worker's, from its free slot, while the first
@@ -525,3 +528,30 @@ def test_a_job_taken_back_runs_again_only_once_its_first_run_stopped(
     assert worker.wait(15) == 0, worker.output()
     # Past half its lease the second pop is not run: the lock expires, qless hands it out.
     assert ("has not stopped yet; not run" in worker.output()) == (cleanup > 1.5)
+
+
+
+def test_a_late_lock_lost_about_a_lease_this_worker_lost_does_not_stop_its_new_run(
+    qless: Client, put: Put,
+) -> None:
+    jid = put("worker.nap", 3.0)
+    (job,) = qless.queue("q").pop()
+    renewals = Renewals(qless, Interrupter(use_signals=False), StopState(), shutdown_timeout=10)
+    renewals.slot(Interrupter(use_signals=False))
+    lock_lost = {"type": "message", "data": json.dumps({"jid": jid, "event": "lock_lost"})}
+    # A run whose lease ran out unrenewed (a fence): qless tells of it only once the job
+    # is popped again, maybe by this very worker, as here (`timeout`: at once).
+    first = renewals.begin(job, 60, None, None)
+    first.lost = "fenced: its lease could not be renewed"
+    renewals.end()
+    qless.timeout(jid)
+    (again,) = qless.queue("q").pop()
+    second = renewals.begin(again, 60, None, None)
+    renewals._on_message(lock_lost)  # noqa: SLF001 - the notice, read after the new start
+    assert second.lost is None  # a renewal said the new lease is ours
+    # A lock really lost is still stopped at once.
+    qless.timeout(jid)
+    Client(qless.redis, worker_name="other").queue("q").pop()
+    renewals._on_message(lock_lost)  # noqa: SLF001
+    assert second.lost == "lock_lost"
+    renewals.end()
