@@ -91,7 +91,7 @@ class Fetcher:
             return None
         while (held := self.held.next()) is not None:
             self.batch.collect()  # answers to earlier completions: their signals come first
-            if self.still_ours(held):
+            if self._still_ours(held):
                 return held.job
         # Settle every completion first: this pop must see the jobs they released.
         self.settle()
@@ -254,7 +254,7 @@ class Fetcher:
 
     # Popping.
 
-    def still_ours(self, held: Held) -> bool:
+    def _still_ours(self, held: Held) -> bool:
         """A job held a while is heartbeated before it starts: it may have been lost since."""
         if still_ours(held, self.name):
             return True
