@@ -287,6 +287,18 @@ def until_stopped(seconds: float = 30) -> None:
     STOPS.append(("end", "", time.time()))
 
 
+@qless_job(name="worker.auntil_stopped")
+async def auntil_stopped(seconds: float = 30) -> None:
+    """`until_stopped` as a coroutine; its stop also says which thread it ran on."""
+    STOPS.append(("start", threading.current_thread().name, time.time()))
+    try:
+        await asyncio.sleep(seconds)
+    except BaseException as exc:
+        STOPS.append(("stopped", type(exc).__name__, time.time()))
+        raise
+    STOPS.append(("end", "", time.time()))
+
+
 @qless_job(name="worker.stubborn")
 def stubborn(seconds: float = 4) -> str:
     """Naps `seconds` in all, swallowing every interruption (recorded in STOPS); returns."""
