@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
@@ -28,6 +30,33 @@ _local = threading.local()
 def install(runner: CoroutineRunner | None) -> None:
     """Make `runner` run this thread's job coroutines (None: back to `async_to_sync`)."""
     _local.runner = runner
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A job's coroutine, made but not awaited: what `invoke` returns under `deferring`."""
+
+    coroutine: Coroutine[Any, Any, Any]
+
+
+class _Defer:
+    """The runner that hands each coroutine back unawaited (`deferring`)."""
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Deferred:
+        """`coroutine`, to be awaited by the caller of `invoke`."""
+        return Deferred(coroutine)
+
+
+@contextmanager
+def deferring() -> Iterator[None]:
+    """Within it, `invoke` of an `async def` function returns its `Deferred` coroutine: the
+    worker's event loop checks and decodes a job's arguments there, then awaits it itself."""
+    previous = getattr(_local, "runner", None)
+    _local.runner = _Defer()
+    try:
+        yield
+    finally:
+        _local.runner = previous
 
 
 def invoke(func: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:

@@ -55,6 +55,18 @@ def send(signal: Signal, sender: object, **kwargs: Any) -> None:
         signal.send_robust(sender, **kwargs)
 
 
+def logged_only(*sent: Signal) -> bool:
+    """True when no receiver but the library's own log receivers listens to any of `sent`
+    (then they may be sent from any thread, the event loop's among them)."""
+    for signal in sent:
+        known = LOG_RECEIVERS.get(signal)
+        for receiver in signal.receivers:
+            key = receiver[0]
+            if known is None or not (isinstance(key, tuple) and key[:1] == (known[0],)):
+                return False
+    return True
+
+
 def _silent(signal: Signal) -> bool:
     """True when sending would do nothing: no receiver, or only the log receiver of
     `signal_handlers` while its level is off (Django's dispatch alone costs ~5 us a send,

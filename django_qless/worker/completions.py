@@ -7,7 +7,8 @@ and then go together in the next. Nothing waits to fill a batch: with jobs endin
 a time, each report is its own round trip, as before.
 
 Each answer goes back to the slot that asked: the script's reply, or the error in place
-(a `LockLostError`, a lost connection), so each slot settles its own job.
+(a `LockLostError`, a lost connection), so each slot settles its own job. The jobs the event
+loop runs itself (`loop_jobs`) are completed many at a time by their finisher thread.
 """
 
 from __future__ import annotations
@@ -43,11 +44,18 @@ class Completions:
 
     def complete(self, job: Job) -> Any:
         """Complete `job`; returns its new state, or the error qless or Redis gave."""
-        answer = self.send(commands.complete(job.jid, self.client.worker_name, job.queue_name,
-                                             job.raw_data))
-        if not isinstance(answer, BaseException):
-            job.state = str(answer)
-        return answer
+        return self.complete_all([job])[0]
+
+    def complete_all(self, jobs: list[Job]) -> list[Any]:
+        """Complete each job (in one round trip, with any other reports waiting); each
+        one's new state, or the error qless or Redis gave."""
+        name = self.client.worker_name
+        answers = self.send_all([commands.complete(job.jid, name, job.queue_name, job.raw_data)
+                                 for job in jobs])
+        for job, answer in zip(jobs, answers, strict=True):
+            if not isinstance(answer, BaseException):
+                job.state = str(answer)
+        return answers
 
     def run(self, command: Command) -> Any:
         """`command`'s reply, as `Client.run` gives it: a script or Redis error is raised."""
@@ -58,10 +66,14 @@ class Completions:
 
     def send(self, command: Command) -> Any:
         """`command`'s reply, or the error qless or Redis gave, in place."""
-        asked = _Asked(command)
+        return self.send_all([command])[0]
+
+    def send_all(self, commands: list[Command]) -> list[Any]:
+        """Each command's reply, or the error qless or Redis gave, in place."""
+        asks = [_Asked(command) for command in commands]
         with self._changed:
-            self._waiting.append(asked)
-            while not asked.done:
+            self._waiting.extend(asks)
+            while not all(asked.done for asked in asks):
                 if self._sending:
                     self._changed.wait()
                     continue
@@ -76,7 +88,7 @@ class Completions:
                 finally:
                     self._sending = False
                     self._changed.notify_all()
-        return asked.answer
+        return [asked.answer for asked in asks]
 
     def _send(self, batch: list[_Asked]) -> None:
         """One round trip for every report in `batch`; each gets its answer."""

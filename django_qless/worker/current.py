@@ -40,7 +40,8 @@ class Board:
 
 
 _board: Board | None = None
-#: The jid each thread of this process is running (several with `--concurrency N`).
+#: The jid each thread (or loop job) of this process is running (several with
+#: `--concurrency N`).
 _running: dict[int, str] = {}
 _lock = threading.Lock()
 
@@ -51,14 +52,16 @@ def attach(board: Board | None) -> None:
     _board = board
 
 
-def running(jid: str | None) -> None:
-    """The calling thread started (`jid`) or finished (None) a job; the board shows every
-    running jid, comma-separated (as many as fit)."""
+def running(jid: str | None, key: object = None) -> None:
+    """The calling thread (or the job `key` stands for, on the event loop) started (`jid`)
+    or finished (None) a job; the board shows every running jid, comma-separated (as many
+    as fit)."""
     if _board is None:
         return
+    runner = threading.get_ident() if key is None else id(key)
     with _lock:
         if jid is None:
-            _running.pop(threading.get_ident(), None)
+            _running.pop(runner, None)
         else:
-            _running[threading.get_ident()] = jid
+            _running[runner] = jid
         _board.write(", ".join(_running.values()) or None)

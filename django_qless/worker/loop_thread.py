@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from typing import Any, cast
 
 from asgiref.current_thread_executor import CurrentThreadExecutor
@@ -107,9 +107,7 @@ class SlotCoroutines:
         return task.result()
 
 
-
-async def served_by(executor: CurrentThreadExecutor, coroutine: Coroutine[Any, Any, Any]
-                    ) -> Any:
+async def served_by(executor: Executor, coroutine: Coroutine[Any, Any, Any]) -> Any:
     """Await `coroutine`, its thread-sensitive sync calls sent to `executor` (this task's
     context only: asgiref looks there first, as under `async_to_sync`)."""
     AsyncToSync.executors.current = executor

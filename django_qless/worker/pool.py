@@ -14,7 +14,8 @@ ahead of its free slots and holds them, so a slot that frees up starts one witho
 round trip; a job held for `HOLD_LIMIT` (every slot busy with longer jobs) goes back to
 its queue, as in the serial worker. On a stop the loop pops nothing more, gives back what
 it holds and waits for the running jobs; the monitor hands back those still running at
-the shutdown timeout.
+the shutdown timeout. An `async def` `@qless_job` is run by the loop itself, with no slot
+thread (`loop_jobs`), unless something about it must run in a thread.
 
 With `--isolation process` each slot runs its plain function in a child of its own
 (`isolation`: a fork per job), so up to N children run at once, each killed alone at its
@@ -38,6 +39,7 @@ from .fetcher import names
 from .held import DurationAverage, Held
 from .interrupt import Interrupter
 from .loop import Worker
+from .loop_jobs import LoopJobs
 from .monitor import HOLD_LIMIT, TICK
 from .options import WorkerOptions
 from .renewals import Renewals
@@ -79,6 +81,10 @@ class PoolWorker(Worker):
         self.completions = Completions(self.client)
         self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
                            self._finished)
+        #: Runs `async def` jobs on the loop without a slot thread (`loop_jobs`).
+        self.loop_jobs = LoopJobs(options, self.slots, self.renewals,
+                                  self._runner(Interrupter(use_signals=False)),
+                                  self.completions, self._completed, self._counted)
         self.presence.swallowed = lambda: self.slots.swallowed
         #: Guards the counts the slot threads update.
         self._counting = threading.Lock()
@@ -105,6 +111,7 @@ class PoolWorker(Worker):
         self._give_back_held("worker shutdown")
         self.slots.drain(self._stop_waiting)
         self._hand_back_stuck()
+        self.loop_jobs.close()
         super().shutdown()
         # Idle slot threads end at once; one blocked in a job is not waited for.
         self.slots.close(timeout=0.1 if self.slots.busy else 5.0)
@@ -160,7 +167,10 @@ class PoolWorker(Worker):
         """Hand a popped job to a free slot (which renews it first if it waited a while)."""
         with self._counting:
             self.started += 1
-        self.slots.submit(held)
+        if self.loop_jobs.takes(held.job):
+            self.loop_jobs.start(held)
+        else:
+            self.slots.submit(held)
 
     def _start_held(self, free: int) -> int:
         """Start up to `free` held jobs, oldest first."""
@@ -231,6 +241,10 @@ class PoolWorker(Worker):
         """A slot's job ended: complete it now if it succeeded, count it, check the limits."""
         if outcome is Outcome.SUCCEEDED:
             outcome = self._complete(job, duration)
+        self._counted(job, outcome, duration)
+
+    def _counted(self, job: Job, outcome: Outcome, duration: float) -> None:
+        """Count a job that ended (`--max-jobs`, metrics, durations); check the limits."""
         with self._counting:
             self.fetcher.count(job, outcome, duration)
             self.durations.observe(duration)
@@ -241,7 +255,11 @@ class PoolWorker(Worker):
     def _complete(self, job: Job, duration: float) -> Outcome:
         """qless `complete`, sent as soon as the job returned (with those of the jobs that
         ended at the same moment, `completions`)."""
-        answer = self.completions.complete(job)
+        return self._completed(job, duration, self.completions.complete(job))
+
+    def _completed(self, job: Job, duration: float, answer: object) -> Outcome:
+        """The outcome of a job whose completion qless answered with `answer` (its new
+        state, or the error)."""
         error = answer if isinstance(answer, BaseException) else None
         if error is not None and not isinstance(error, (LockLostError, redis.RedisError)):
             # Any other script error: as the serial worker, the job is left to its lock.

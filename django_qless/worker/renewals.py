@@ -11,8 +11,9 @@ One job runs at most once at a time here: a job handed out again while its earli
 this process is still stopping (a `timeout` or a move gives it to the next pop at once,
 and a free slot may make that pop) starts once that run has ended.
 
-Threads: `slot()`, `begin()` and `end()` are called by the slot threads; everything else
-runs in the monitor thread (or the fence watch), as in `Monitor`.
+Threads: `slot()`, `begin()` and `end()` are called by the slot threads (and by the event
+loop for the `async def` jobs it runs itself, `loop_jobs`, each with its own interrupter);
+everything else runs in the monitor thread (or the fence watch), as in `Monitor`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class Renewals(Monitor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        #: The running jobs by jid, and by the slot thread that runs them.
+        #: The running jobs by jid, and by the slot thread that runs them (a loop job: by
+        #: its interrupter's id).
         self.jobs: dict[str, RunningJob] = {}
         self._threads: dict[int, RunningJob] = {}
         self._interrupters: dict[int, Interrupter] = {}
@@ -70,11 +72,13 @@ class Renewals(Monitor):
         with self._lock:
             self._interrupters[threading.get_ident()] = interrupter
 
-    def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None
-              ) -> RunningJob:
-        """Start watching a job the calling slot thread is about to run, once no earlier run
-        of it is under way here (one still stopping after half its lease: not run)."""
-        if not self._earlier_run_ended(job.jid, lease / 2):
+    def begin(self, job: Job, lease: float, interval: float | None, time_limit: float | None,
+              runner: Interrupter | None = None) -> RunningJob:
+        """Start watching a job the calling slot thread (or, on the event loop, the job that
+        `runner` interrupts) is about to run, once no earlier run of it is under way here
+        (one still stopping after half its lease, or at all on the loop, which must not
+        wait: not run)."""
+        if not self._earlier_run_ended(job.jid, lease / 2 if runner is None else 0.0):
             logger.warning("qless worker %s: job %s popped again while its earlier run here "
                            "has not stopped yet; not run (its lock expires and qless hands "
                            "it out again)", self.client.worker_name, job.jid)
@@ -84,11 +88,11 @@ class Renewals(Monitor):
                 self._note_lost(job.jid)
             return running
         running = self.watching(job, lease, interval, time_limit)
-        thread = threading.get_ident()
+        key = runner_key(runner)
         with self._lock:
-            running.interrupter = self._interrupters[thread]
+            running.interrupter = runner or self._interrupters[key]
             self.jobs[job.jid] = running
-            self._threads[thread] = running
+            self._threads[key] = running
             early = self._recent.pop(job.jid, None)
         if early is not None and time.monotonic() - early[1] < RECENT_TTL:
             running.lost = self._confirm_early(running, early[0])
@@ -96,10 +100,11 @@ class Renewals(Monitor):
             self.fences.watch(running.fence, lambda fence: self._fenced(running, fence))
         return running
 
-    def end(self) -> None:
-        """Stop watching the calling slot thread's job; a fence firing later leaves it alone."""
+    def end(self, runner: Interrupter | None = None) -> None:
+        """Stop watching the calling slot thread's job (or the loop job `runner` interrupts);
+        a fence firing later leaves it alone."""
         with self._lock:
-            running = self._threads.pop(threading.get_ident(), None)
+            running = self._threads.pop(runner_key(runner), None)
             if running is None:
                 return
             self.jobs.pop(running.job.jid, None)
@@ -214,3 +219,8 @@ class Renewals(Monitor):
                                           leases.get(running.job.queue_name))
                     self.fences.moved(running.fence.deadline)
                 self.heartbeats += 1
+
+
+def runner_key(runner: Interrupter | None) -> int:
+    """Whose job it is: the calling slot thread, or the loop job `runner` interrupts."""
+    return threading.get_ident() if runner is None else id(runner)

@@ -73,13 +73,9 @@ class JobRunner:
         """Run a popped job to its end; returns what happened to it (SUCCEEDED: not completed
         yet)."""
         self.last_duration = 0.0
-        skipped = self.late_slots.check(job)
-        if skipped is not None:
-            return skipped
-        target = self._target(job)
-        if isinstance(target, UnknownJobError):
-            return self._fail_unknown(job, target)
-        self.reporter.expect(job.jid, target.finished)
+        target = self.begin(job)
+        if isinstance(target, Outcome):
+            return target
         limit = target.time_limit or self.options.time_limit
         interval = target.heartbeat or self.options.heartbeat_interval
         isolated = self.isolation.applies(target)
@@ -94,8 +90,25 @@ class JobRunner:
             self.monitor.end()
             current.running(None)
         self.last_duration = ending.duration
-        # After `end()`, no fence can fire: a fenced job (or one whose lock was lost) is
-        # neither completed nor failed here, whatever its function did.
+        return self.conclude(target, job, ending, running)
+
+    def begin(self, job: Job) -> Target | Outcome:
+        """What runs the job; or its outcome when it does not run (a late cron slot, an
+        unknown klass)."""
+        skipped = self.late_slots.check(job)
+        if skipped is not None:
+            return skipped
+        target = self._target(job)
+        if isinstance(target, UnknownJobError):
+            return self._fail_unknown(job, target)
+        self.reporter.expect(job.jid, target.finished)
+        return target
+
+    def conclude(self, target: Target, job: Job, ending: Ending, running: RunningJob
+                 ) -> Outcome:
+        """Tell qless and the signals how the job ended, once it is no longer watched."""
+        # After the monitor's `end()`, no fence can fire: a fenced job (or one whose lock
+        # was lost) is neither completed nor failed here, whatever its function did.
         if running.lost is not None:
             return self.reporter.lost(job, running.lost)
         outcome = self._settle(target, job, ending)

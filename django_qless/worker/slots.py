@@ -9,7 +9,8 @@ slot a job only when one is free (`free`), so never more than N run at once, and
 woken as soon as one ends (`wait_freed`) to pop again at once. A job that reaches its
 slot long after its pop (the process stood still meanwhile) is renewed before it starts,
 as the serial worker's held jobs are: its lease may have run out and another worker
-taken it.
+taken it. An idle slot thread also serves the sync calls of an `async def` job the event
+loop runs itself (`loop_jobs`, `lent_thread`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .. import coroutines
 from ..core import Job
 from .held import Held, still_ours
 from .interrupt import Interrupter
+from .lent_thread import Loan
 from .loop_thread import LoopThread, SlotCoroutines
 from .renewals import Renewals
 from .report import Outcome
@@ -56,7 +58,7 @@ class Slots:
         #: Jobs that caught their interruption and returned (logged; on the worker page).
         self.swallowed = 0
         self._changed = threading.Condition()
-        self._handoff: queue.SimpleQueue[Held | None] = queue.SimpleQueue()
+        self._handoff: queue.SimpleQueue[Held | Loan | None] = queue.SimpleQueue()
         #: Set when a job ends; the idle worker's sleep ends on it (cleared before a pop).
         self.freed = threading.Event()
         self._threads = [threading.Thread(target=self._serve, daemon=True,
@@ -76,9 +78,30 @@ class Slots:
 
     def submit(self, held: Held) -> None:
         """Give a popped job to a free slot (the caller checked `free`)."""
+        self.reserve()
+        self._handoff.put(held)
+
+    def reserve(self) -> None:
+        """Count a slot busy: a job is handed to a thread, or to the loop (`loop_jobs`)."""
         with self._changed:
             self.busy += 1
-        self._handoff.put(held)
+
+    def release(self) -> None:
+        """A job ended: its slot is free again, and the idle worker is woken to fill it."""
+        with self._changed:
+            self.busy -= 1
+            self._changed.notify_all()
+        self.freed.set()
+
+    def swallowed_one(self) -> None:
+        """Count a job that caught its interruption and went on."""
+        with self._changed:
+            self.swallowed += 1
+
+    def lend(self, loan: Loan) -> None:
+        """Lend an idle slot thread to a loop job's sync calls (its slot is already busy,
+        so a thread is free)."""
+        self._handoff.put(loan)
 
     def wait_freed(self, timeout: float) -> None:
         """Block until a slot is free (or `timeout` passes)."""
@@ -109,8 +132,11 @@ class Slots:
         self.monitor.slot(interrupter)
         coroutines.install(SlotCoroutines(self.loops, interrupter))
         try:
-            while (held := self._handoff.get()) is not None:
-                self._run(runner, interrupter, held)
+            while (work := self._handoff.get()) is not None:
+                if isinstance(work, Loan):
+                    work.serve(runner.databases)
+                else:
+                    self._run(runner, interrupter, work)
         finally:
             # Django's connections are per thread: this thread's would outlive it.
             connections.close_all()
@@ -128,10 +154,7 @@ class Slots:
             logger.exception("qless worker %s: unexpected error running job %s (%.1f s)",
                              self.name, job.jid, time.monotonic() - started)
         finally:
-            with self._changed:
-                self.busy -= 1
-                self._changed.notify_all()
-            self.freed.set()
+            self.release()
 
     def _start(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> Outcome:
         """Run the job if it is still ours; what became of it."""
@@ -147,8 +170,7 @@ class Slots:
             return Outcome.UNREPORTED
         outcome = runner.run(job, max(float(job.expires) - job.client.now(), 1.0))
         if interrupter.pending is not None and outcome is Outcome.SUCCEEDED:
-            with self._changed:
-                self.swallowed += 1
+            self.swallowed_one()
             logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
                            "returned", self.name, job.jid, interrupter.pending.reason)
         return outcome

@@ -265,10 +265,11 @@ def test_sigkill_loses_nothing_and_reruns_at_most_the_jobs_in_flight(
     assert rerun <= in_flight  # only the jobs in flight at the kill ran again
 
 
+@pytest.mark.parametrize("klass", ["worker.swallow_all", "worker.aswallow"])
 def test_a_job_that_swallows_its_time_limit_is_logged_as_such(
-    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger, klass: str,
 ) -> None:
-    stubborn = put("worker.swallow_all", 1.5)  # time_limit 0.3, catches everything
+    stubborn = put(klass, 1.5)  # time_limit 0.3, catches its interruption
     other = put("worker.nap", 0.5)
     worker = spawn("q", "--concurrency", "2")
     wait_for(lambda: stubborn in events(ledger, "end"), timeout=15)

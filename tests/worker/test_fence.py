@@ -199,6 +199,40 @@ def test_at_concurrency_n_every_job_whose_lease_cannot_be_renewed_is_fenced_in_t
     assert not thread.is_alive()
 
 
+def test_at_concurrency_n_every_loop_job_whose_lease_cannot_be_renewed_is_fenced_in_time(
+    proxy: FaultProxy, direct: Client, settings: Any,
+) -> None:
+    """`async def` jobs the event loop runs itself (no receiver of the job signals here),
+    each cancelled by its own fence."""
+    direct.config.put("q-heartbeat", LEASE)
+    jids = [direct.queue("q").put("worker.auntil_stopped", {"args": [], "kwargs": {}})
+            for _ in range(3)]
+    STOPS.clear()
+    worker, thread = start_worker(settings, proxy, concurrency=3)
+    try:
+        wait_for(lambda: worker.monitor.heartbeats >= 3, 10, every=0.01,
+                 what="a renewal of each job")
+        proxy.blackhole()
+        cut = time.time()
+        expiry = min(lock_expiry(direct, jid) for jid in jids)
+        wait_for(lambda: len([s for s in STOPS if s[0] == "stopped"]) == 3, 10, every=0.01,
+                 what="the fence to stop every job")
+    finally:
+        worker.stop.request("test over")
+        thread.join(30)
+    assert {how for event, how, _ in STOPS if event == "start"} == {f"qless-loop-{worker.name}"}
+    stopped = [(how, when) for event, how, when in STOPS if event == "stopped"]
+    assert [how for how, _ in stopped] == ["CancelledError"] * 3
+    for _, when in stopped:
+        assert cut < when <= expiry - margin_for(LEASE) + LATE
+    for jid in jids:
+        job = direct.get_job(jid)
+        assert job is not None and job.state == "running"  # left to expire
+    assert worker.outcomes["lock lost"] == 3
+    assert worker.outcomes["completed"] == worker.outcomes["failed"] == 0
+    assert not thread.is_alive()
+
+
 def test_a_fenced_job_that_swallows_the_interruption_and_returns_is_not_completed(
     proxy: FaultProxy, direct: Client, settings: Any, sent: SignalLog,
 ) -> None:

@@ -10,6 +10,7 @@ import logging
 import os
 import random
 import signal
+import threading
 import time
 from typing import Any
 
@@ -40,7 +41,7 @@ class HighRandom(random.Random):
 def record(job: Job, event: str, **extra: Any) -> None:
     """Append an entry for this execution to the ledger (in the same Redis as the jobs)."""
     entry = {"jid": job.jid, "event": event, "pid": os.getpid(), "worker": job.client.worker_name,
-             "t": time.time(), **extra}
+             "t": time.time(), "thread": threading.current_thread().name, **extra}
     job.client.redis.rpush(LEDGER, json.dumps(entry))
 
 
@@ -286,6 +287,18 @@ def until_stopped(seconds: float = 30) -> None:
     STOPS.append(("end", "", time.time()))
 
 
+@qless_job(name="worker.auntil_stopped")
+async def auntil_stopped(seconds: float = 30) -> None:
+    """`until_stopped` as a coroutine; its stop also says which thread it ran on."""
+    STOPS.append(("start", threading.current_thread().name, time.time()))
+    try:
+        await asyncio.sleep(seconds)
+    except BaseException as exc:
+        STOPS.append(("stopped", type(exc).__name__, time.time()))
+        raise
+    STOPS.append(("end", "", time.time()))
+
+
 @qless_job(name="worker.stubborn")
 def stubborn(seconds: float = 4) -> str:
     """Naps `seconds` in all, swallowing every interruption (recorded in STOPS); returns."""
@@ -358,3 +371,23 @@ async def anap(job: Job, seconds: float) -> None:
 async def anap_limited(job: Job, seconds: float = 30) -> None:
     """An `async def` job over its 0.5 s time limit."""
     await _anap(job, seconds)
+
+
+@qless_job(name="worker.athreads", takes_job=True)
+async def athreads(job: Job, calls: int) -> None:
+    """Records the thread each of its `calls` thread-sensitive sync calls ran on."""
+    names = [await sync_to_async(lambda: threading.current_thread().name)()
+             for _ in range(calls)]
+    record(job, "threads", names=names)
+
+
+@qless_job(name="worker.aswallow", takes_job=True, time_limit=0.3)
+async def aswallow(job: Job, seconds: float = 1.5) -> None:
+    """An `async def` job that catches its cancellation and naps on to its end."""
+    record(job, "start")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        record(job, "swallowed")
+        await asyncio.sleep(seconds / 2)
+    record(job, "end")
