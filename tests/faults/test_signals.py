@@ -78,11 +78,19 @@ def test_a_sigterm_during_a_short_job(client: Client, server: RedisServer, fleet
              what="the short jobs' starts")
     sent = fleet.send(pid, signal.SIGTERM)
     code = fleet.wait_exit(pid, 15)
-    exit_after = time.monotonic() - sent
+    exit_after, exited = time.monotonic() - sent, time.time()
+    ends = [entry.t for entry in ledger.read(fleet.ledger_dir)
+            if entry.event == "end" and entry.jid in short]
+    after_last_end = exited - max(ends, default=exited)
     figures.update(jobs=len(short) + 1, exit_code=code, exit_after=round(exit_after, 2),
+                   after_last_end=round(after_last_end, 2),
                    pops_after_signal=len(whats(client, after)) - 1)
     assert code == 0, fleet.output()
-    assert exit_after <= 2.5
+    # The running jobs finish (up to their 2 s), then the worker exits promptly: measured
+    # from their end, as what is left of a job when the signal comes varies with the load.
+    assert len(ends) == len(short)
+    assert after_last_end <= 1.0
+    assert exit_after <= 2.0 + 1.0
     states = [job.state for job in map(client.get_job, short) if job is not None]
     assert states == ["complete"] * len(short)
     assert whats(client, after) == ["put"]  # never popped after the signal
