@@ -200,9 +200,12 @@ def peek(job: Job, jid: str) -> None:
 
 @qless_job(name="worker.cancel", takes_job=True)
 def cancel(job: Job, jid: str) -> None:
-    """Cancels another job."""
+    """Cancels another job, then lets the worker hear of it before this job ends: its
+    `canceled` event takes a moment to reach the monitor thread, longer on a busy machine,
+    and a held job started before that is only stopped once it does."""
     job.client.cancel(jid)
     record(job, "canceled", other=jid)
+    time.sleep(0.3)
 
 
 # Jobs for process isolation (`--isolation process`): most would end a worker that runs
