@@ -165,12 +165,14 @@ def test_a_job_whose_lease_cannot_be_renewed_is_stopped_before_its_lock_expires(
     assert not thread.is_alive()
 
 
-def test_at_concurrency_n_every_job_whose_lease_cannot_be_renewed_is_fenced_in_time(
-    proxy: FaultProxy, direct: Client, settings: Any, sent: SignalLog,
-) -> None:
+def fence_three(settings: Any, proxy: FaultProxy, direct: Client, klass: str
+                ) -> tuple[Worker, list[tuple[str, float]]]:
+    """Three jobs of `klass` at --concurrency 3, cut off from Redis once each was renewed:
+    the worker once stopped, and how and when each job was stopped; checks that each stop
+    came after the cut and before its lock's expiry minus the margin, and that every job
+    was left to expire, neither completed nor failed."""
     direct.config.put("q-heartbeat", LEASE)
-    jids = [direct.queue("q").put("worker.until_stopped", {"args": [], "kwargs": {}})
-            for _ in range(3)]
+    jids = [direct.queue("q").put(klass, {"args": [], "kwargs": {}}) for _ in range(3)]
     STOPS.clear()
     worker, thread = start_worker(settings, proxy, concurrency=3)
     try:
@@ -186,7 +188,6 @@ def test_at_concurrency_n_every_job_whose_lease_cannot_be_renewed_is_fenced_in_t
         worker.stop.request("test over")
         thread.join(30)
     stopped = [(how, when) for event, how, when in STOPS if event == "stopped"]
-    assert [how for how, _ in stopped] == ["LeaseExpired"] * 3
     for _, when in stopped:
         assert cut < when < expiry
         assert when <= expiry - margin_for(LEASE) + LATE
@@ -195,8 +196,16 @@ def test_at_concurrency_n_every_job_whose_lease_cannot_be_renewed_is_fenced_in_t
         assert job is not None and job.state == "running"  # left to expire
     assert worker.outcomes["lock lost"] == 3
     assert worker.outcomes["completed"] == worker.outcomes["failed"] == 0
-    assert len(sent.of("job_lock_lost")) == 3
     assert not thread.is_alive()
+    return worker, stopped
+
+
+def test_at_concurrency_n_every_job_whose_lease_cannot_be_renewed_is_fenced_in_time(
+    proxy: FaultProxy, direct: Client, settings: Any, sent: SignalLog,
+) -> None:
+    _, stopped = fence_three(settings, proxy, direct, "worker.until_stopped")
+    assert [how for how, _ in stopped] == ["LeaseExpired"] * 3
+    assert len(sent.of("job_lock_lost")) == 3
 
 
 def test_at_concurrency_n_every_loop_job_whose_lease_cannot_be_renewed_is_fenced_in_time(
@@ -204,33 +213,9 @@ def test_at_concurrency_n_every_loop_job_whose_lease_cannot_be_renewed_is_fenced
 ) -> None:
     """`async def` jobs the event loop runs itself (no receiver of the job signals here),
     each cancelled by its own fence."""
-    direct.config.put("q-heartbeat", LEASE)
-    jids = [direct.queue("q").put("worker.auntil_stopped", {"args": [], "kwargs": {}})
-            for _ in range(3)]
-    STOPS.clear()
-    worker, thread = start_worker(settings, proxy, concurrency=3)
-    try:
-        wait_for(lambda: worker.monitor.heartbeats >= 3, 10, every=0.01,
-                 what="a renewal of each job")
-        proxy.blackhole()
-        cut = time.time()
-        expiry = min(lock_expiry(direct, jid) for jid in jids)
-        wait_for(lambda: len([s for s in STOPS if s[0] == "stopped"]) == 3, 10, every=0.01,
-                 what="the fence to stop every job")
-    finally:
-        worker.stop.request("test over")
-        thread.join(30)
+    worker, stopped = fence_three(settings, proxy, direct, "worker.auntil_stopped")
     assert {how for event, how, _ in STOPS if event == "start"} == {f"qless-loop-{worker.name}"}
-    stopped = [(how, when) for event, how, when in STOPS if event == "stopped"]
     assert [how for how, _ in stopped] == ["CancelledError"] * 3
-    for _, when in stopped:
-        assert cut < when <= expiry - margin_for(LEASE) + LATE
-    for jid in jids:
-        job = direct.get_job(jid)
-        assert job is not None and job.state == "running"  # left to expire
-    assert worker.outcomes["lock lost"] == 3
-    assert worker.outcomes["completed"] == worker.outcomes["failed"] == 0
-    assert not thread.is_alive()
 
 
 def test_a_fenced_job_that_swallows_the_interruption_and_returns_is_not_completed(
