@@ -4,10 +4,13 @@ With `--concurrency N` a plain function needs a slot thread for as long as it ru
 coroutine does not. An `async def` `@qless_job` is therefore started, awaited and stopped
 on the process's loop (`loop_thread`): its lease is watched by `Renewals` with an
 interrupter of its own, whose interruption (time limit, lost lock, fence, shutdown
-timeout) cancels its task alone. Its thread-sensitive sync calls (the async ORM,
-`sync_to_async`) borrow an idle slot thread at the first one (`lent_thread`). When it
-ends, its report goes to one finisher thread, which sends the completions of every loop
-job that ended meanwhile in one round trip and frees their slots.
+timeout) cancels its task alone, the one task that runs the job from its check to its
+end (`Stop`: no cancellation reaches the task once the job's coroutine has returned).
+Its thread-sensitive sync calls (the async ORM, `sync_to_async`) borrow an idle slot
+thread at the first one (`lent_thread`). The jobs of one pop reach the loop with one
+wake-up; the jobs that end in one pass of the loop go to one finisher thread together,
+which sends the completions of every loop job that ended meanwhile in one round trip and
+frees their slots.
 
 Such a job still holds one of the N slots, so plain functions and coroutines together
 never exceed N. A job whose start or end must run in a thread stays on the slot threads
@@ -25,11 +28,12 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 import redis
+from asgiref.sync import AsyncToSync
 
 from .. import coroutines, signals
 from ..core import Job
@@ -40,7 +44,6 @@ from .completions import Completions
 from .held import Held, still_ours
 from .interrupt import Interrupter, JobInterrupted, LockLost
 from .lent_thread import LentThread
-from .loop_thread import served_by
 from .options import WorkerOptions
 from .renewals import Renewals
 from .report import Outcome, Reporter
@@ -99,9 +102,15 @@ class LoopJobs:
         self.name = runner.worker_name
         self.completed = completed
         self.counted = counted
-        self._ended: queue.SimpleQueue[Ended | None] = queue.SimpleQueue()
+        self._ended: queue.SimpleQueue[list[Ended] | None] = queue.SimpleQueue()
+        #: Loop jobs that ended in the loop's current pass, handed over together after it.
+        self._ending: list[Ended] = []
         self._finisher = threading.Thread(target=self._finish_all, daemon=True,
                                           name=f"qless-finisher-{self.name}")
+        #: Jobs handed over and not yet started; `_woken` once the loop was asked to.
+        self._starting: list[Held] = []
+        self._woken = False
+        self._starting_lock = threading.Lock()
         #: The running tasks (the loop keeps only weak references to them).
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -118,7 +127,13 @@ class LoopJobs:
         if not self._finisher.is_alive():
             self._finisher.start()
         self.slots.reserve()
-        self.slots.loops.loop.call_soon_threadsafe(self._create, held)
+        with self._starting_lock:
+            self._starting.append(held)
+            if self._woken:
+                return
+            self._woken = True
+        # One wake-up of the loop for the jobs of a whole pop, not one per job.
+        self.slots.loops.loop.call_soon_threadsafe(self._create_all)
 
     def close(self) -> None:
         """End the finisher thread once every loop job is reported (after the drain)."""
@@ -128,11 +143,15 @@ class LoopJobs:
 
     # The loop's thread.
 
-    def _create(self, held: Held) -> None:
-        """Start the job's task."""
-        task = asyncio.get_running_loop().create_task(self._run(held))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _create_all(self) -> None:
+        """Start a task for each job handed over since the last wake-up."""
+        with self._starting_lock:
+            helds, self._starting, self._woken = self._starting, [], False
+        loop = asyncio.get_running_loop()
+        for held in helds:
+            task = loop.create_task(self._run(held))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _run(self, held: Held) -> None:
         """Run one job; hand its end to the finisher, whatever happened."""
@@ -144,7 +163,15 @@ class LoopJobs:
             logger.exception("qless worker %s: unexpected error running job %s (%.1f s)",
                              self.name, held.job.jid, time.monotonic() - started)
             ended = Ended(held.job, Outcome.UNREPORTED)
-        self._ended.put(ended)
+        if not self._ending:
+            asyncio.get_running_loop().call_soon(self._hand_over)
+        self._ending.append(ended)
+
+    def _hand_over(self) -> None:
+        """Give the finisher every job that ended in the loop's last pass, as one batch:
+        jobs that end at the same moment share one round trip."""
+        ending, self._ending = self._ending, []
+        self._ended.put(ending)
 
     async def _job(self, held: Held) -> Ended:
         """Check, watch and run the job; what the finisher needs to report it."""
@@ -176,15 +203,16 @@ class LoopJobs:
 
     async def _call(self, target: Target, job: Job, limit: float | None,
                     interrupter: Interrupter, running: RunningJob) -> Ending:
-        """Await the job's coroutine as a task its interrupter cancels; how it ended."""
+        """Await the job's coroutine in this task, which its interrupter cancels; how it
+        ended."""
         loop = asyncio.get_running_loop()
         self.reporter.send(signals.job_started, job)
         started = time.monotonic()
         thread = LentThread(self.slots.lend)
-        tasks: list[asyncio.Task[Any]] = []
+        stop = Stop(asyncio.current_task())
         # Set before arming: an interruption never finds an armed interrupter without it
         # (it would raise into the loop's thread). It runs in the interrupting thread.
-        interrupter.cancel_with(lambda: loop.call_soon_threadsafe(cancel_first, tasks))
+        interrupter.cancel_with(lambda: loop.call_soon_threadsafe(stop.cancel))
         try:
             try:
                 interrupter.arm(limit)
@@ -193,9 +221,8 @@ class LoopJobs:
                 with coroutines.deferring():  # checks and decodes its arguments here
                     called = target.call(job)
                 if isinstance(called, coroutines.Deferred):
-                    tasks.append(loop.create_task(served_by(thread, called.coroutine)))
-                    await asyncio.wait(tasks)
-                    called = self._value(tasks[0], interrupter, job)
+                    called = await self._awaited(called.coroutine, thread, stop,
+                                                 interrupter, job)
             finally:
                 interrupter.disarm()
                 interrupter.cancel_with(None)
@@ -209,37 +236,50 @@ class LoopJobs:
             return Ending(time.monotonic() - started, exc)
         return Ending(time.monotonic() - started)
 
-    def _value(self, task: asyncio.Task[Any], interrupter: Interrupter, job: Job) -> Any:
-        """What the job's task returned; raises what it raised, or its interruption."""
+    async def _awaited(self, coroutine: Coroutine[Any, Any, Any], thread: LentThread,
+                       stop: Stop, interrupter: Interrupter, job: Job) -> Any:
+        """What the job's coroutine returned; raises what it raised, or its interruption."""
+        # Its thread-sensitive sync calls go to the lent thread: in this task's context
+        # only, where asgiref looks first (as under `async_to_sync`).
+        AsyncToSync.executors.current = thread
+        stop.armed = True
+        try:
+            value = await coroutine
+        except asyncio.CancelledError:
+            stop.settle()
+            pending = interrupter.pending
+            if pending is None or not stop.cancelled:
+                # Cancelled by itself or by code it called: a failure of the job, as
+                # raising anything else would be (the slot must be reported and freed).
+                raise RuntimeError("the job's coroutine was cancelled") from None
+            raise pending() from None
+        finally:
+            stop.armed = False
         pending = interrupter.pending
-        if task.cancelled():
-            if pending is None:
-                raise RuntimeError("the job's coroutine was cancelled")
-            raise pending()
-        if pending is not None:
+        if pending is None:
+            return value
+        if stop.cancelled:
             # It caught its cancellation and went on: stopped all the same.
+            stop.settle()
             self.slots.swallowed_one()
             logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
                            "returned", self.name, job.jid, pending.reason)
-            raise pending()
-        error = task.exception()
-        if error is not None:
-            raise error
-        return task.result()
+        # Else interrupted as it returned: its result is discarded all the same.
+        raise pending()
 
     # The finisher thread.
 
     def _finish_all(self) -> None:
         """Report ended loop jobs, all those that ended meanwhile together, until closed."""
         while (first := self._ended.get()) is not None:
-            batch = [first]
+            batch = list(first)
             closing = False
             while not self._ended.empty():
                 item = self._ended.get()
                 if item is None:
                     closing = True
                     break
-                batch.append(item)
+                batch.extend(item)
             self._finish(batch)
             if closing:
                 return
@@ -278,7 +318,26 @@ class LoopJobs:
                 for ended, answer in zip(succeeded, answers, strict=True)]
 
 
-def cancel_first(tasks: list[asyncio.Task[Any]]) -> None:
-    """Cancel the job's task, once it exists (an interruption may come just before)."""
-    if tasks:
-        tasks[0].cancel()
+class Stop:
+    """Cancels one loop job's task on its interruption, only while its coroutine runs."""
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        #: True while the task awaits the job's coroutine (set and read on the loop).
+        self.armed = False
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Cancel the task if the job's coroutine still runs (on the loop's thread): once
+        it returned, a late interruption has nothing to stop."""
+        if self.armed and self.task is not None and not self.cancelled:
+            self.cancelled = True
+            self.task.cancel()
+
+    def settle(self) -> None:
+        """Withdraw the cancellations the task received: what follows the job's coroutine
+        in this task (its report) runs as if none came."""
+        task = self.task
+        if task is not None and hasattr(task, "uncancel"):  # Python 3.11+
+            while task.cancelling():
+                task.uncancel()

@@ -129,6 +129,24 @@ def test_loop_jobs_ending_together_share_their_completions(
     assert 0 < worker.completions.round_trips < 300
 
 
+def test_a_loop_job_cancelled_from_inside_fails_and_frees_its_slot(
+    qless: Client, put: Put, spawn: Spawn, ledger: Ledger,
+) -> None:
+    """Only the worker's interruption turns a cancellation into a stop; any other is the
+    job's failure, reported like an exception, and its slot runs the next job."""
+    cancelled = [put("worker.acancels_itself") for _ in range(3)]
+    after = put("worker.anap", 0.1)
+    worker = spawn("q", "--concurrency", "2", "--burst")
+    assert worker.wait(30) == 0, worker.output()
+    for jid in cancelled:
+        job = qless.get_job(jid)
+        assert job is not None and job.state == "failed", worker.output()
+        assert job.failure is not None and job.failure.group == "q-RuntimeError"
+        assert "the job's coroutine was cancelled" in job.failure.message
+    assert all_state(qless, [after], "complete"), worker.output()
+    assert set(events(ledger, "start")) == {*cancelled, after}
+
+
 def test_a_lent_thread_runs_the_calls_in_order_then_checks_its_connections() -> None:
     loans: list[Loan] = []
     thread = LentThread(loans.append)

@@ -394,3 +394,13 @@ async def aswallow(job: Job, seconds: float = 1.5) -> None:
         record(job, "swallowed")
         await asyncio.sleep(seconds / 2)
     record(job, "end")
+
+
+@qless_job(name="worker.acancels_itself", takes_job=True)
+async def acancels_itself(job: Job) -> None:
+    """An `async def` job whose own task is cancelled from inside (no interruption)."""
+    record(job, "start")
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    await asyncio.sleep(1)
