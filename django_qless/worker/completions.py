@@ -20,6 +20,7 @@ from typing import Any
 import redis
 
 from ..core import Client, Command, Job, commands
+from ..core.batch import Batch
 from .round_trip import run_all
 
 
@@ -41,6 +42,14 @@ class Completions:
         self._changed = threading.Condition()
         self._waiting: list[_Asked] = []
         self._sending = False
+        #: The connection the reports go on, kept between round trips (one sender at a
+        #: time): a checkout from the pool per round trip costs as much as the packing.
+        self._batch = Batch(client)
+
+    def close(self) -> None:
+        """Give the kept connection back to the pool (at shutdown, no report under way)."""
+        with self._changed:
+            self._batch.release()
 
     def complete(self, job: Job) -> Any:
         """Complete `job`; returns its new state, or the error qless or Redis gave."""
@@ -93,7 +102,7 @@ class Completions:
     def _send(self, batch: list[_Asked]) -> None:
         """One round trip for every report in `batch`; each gets its answer."""
         try:
-            answers = run_all(self.client, [asked.command for asked in batch])
+            answers = run_all(self.client, [asked.command for asked in batch], self._batch)
         except (redis.RedisError, OSError) as exc:
             answers = [exc] * len(batch)
         except BaseException as exc:

@@ -296,18 +296,22 @@ class LoopJobs:
             answers = [Outcome.UNREPORTED] * len(succeeded)
         for ended, outcome in zip(succeeded, answers, strict=True):
             ended.outcome = outcome
-        for ended in batch:
-            try:
-                if ended.outcome is None:
-                    assert ended.target and ended.ending and ended.running  # noqa: S101 - set together
-                    ended.outcome = self.runner.conclude(ended.target, ended.job, ended.ending,
-                                                         ended.running)
-                self.counted(ended.job, ended.outcome, ended.duration)
-            except Exception:
-                logger.exception("qless worker %s: could not report job %s", self.name,
-                                 ended.job.jid)
-            finally:
-                self.slots.release()
+        try:
+            for ended in batch:
+                try:
+                    if ended.outcome is None:
+                        assert ended.target and ended.ending and ended.running  # noqa: S101 - set together
+                        ended.outcome = self.runner.conclude(ended.target, ended.job,
+                                                             ended.ending, ended.running)
+                    self.counted(ended.job, ended.outcome, ended.duration)
+                except Exception:
+                    logger.exception("qless worker %s: could not report job %s", self.name,
+                                     ended.job.jid)
+        finally:
+            # Freed together, refilled together: freed one by one, the worker would pop
+            # for each, and the jobs would start and end apart, a round trip each, from
+            # then on.
+            self.slots.release(len(batch))
 
     def completed_all(self, succeeded: list[Ended]) -> list[Outcome]:
         """Send the completions of `succeeded` together; each one's outcome."""

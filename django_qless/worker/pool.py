@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import redis
 
 from ..core import Job, LockLostError, QlessError, Queue, commands
+from ..core.batch import Batch
 from .completions import Completions
 from .fetcher import names
 from .held import DurationAverage, Held
@@ -92,6 +93,10 @@ class PoolWorker(Worker):
         self.started = 0
         #: Jobs popped ahead of the free slots, in pop order (only the loop's thread).
         self.held: deque[Held] = deque()
+        #: The pops' connection, kept between round trips (only the loop's thread pops).
+        self._pops = Batch(self.client)
+        #: Pop round trips made (each fills every slot free at that moment).
+        self.pop_round_trips = 0
         #: How long recent jobs ran: jobs are popped ahead only while they are short.
         self.durations = DurationAverage()
         self.waker.should_stop = lambda: self.stop.requested or self.slots.freed.is_set()
@@ -112,6 +117,8 @@ class PoolWorker(Worker):
         self.slots.drain(self._stop_waiting)
         self._hand_back_stuck()
         self.loop_jobs.close()
+        self._pops.release()
+        self.completions.close()
         super().shutdown()
         # Idle slot threads end at once; one blocked in a job is not waited for.
         self.slots.close(timeout=0.1 if self.slots.busy else 5.0)
@@ -224,7 +231,8 @@ class PoolWorker(Worker):
                 order.served(queues[0])
                 asks.append((queues, 1))
         replies = run_all(self.client, [commands.pop_first(names(queues), self.name, n)
-                                          for queues, n in asks])
+                                          for queues, n in asks], self._pops)
+        self.pop_round_trips += 1
         jobs: list[Job] = []
         for (queues, _), reply in zip(asks, replies, strict=True):
             if isinstance(reply, Exception):

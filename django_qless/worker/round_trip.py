@@ -8,12 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import Client, Command, ScriptError, ScriptNotLoadedError, call_many
+from ..core.batch import Batch
 
 
-def run_all(client: Client, commands: Sequence[Command]) -> list[Any]:
-    """Each command's reply, or its script error in place; a lost connection is raised."""
+def run_all(client: Client, commands: Sequence[Command], batch: Batch | None = None
+            ) -> list[Any]:
+    """Each command's reply, or its script error in place; a lost connection is raised.
+    With `batch`, on the connection it keeps (one thread at a time), not a fresh one."""
     try:
-        return call_many(client, commands)
+        return batch.call_many(commands) if batch is not None else call_many(client, commands)
     except ScriptNotLoadedError:
         replies: list[Any] = []
         for command in commands:

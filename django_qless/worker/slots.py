@@ -86,10 +86,11 @@ class Slots:
         with self._changed:
             self.busy += 1
 
-    def release(self) -> None:
-        """A job ended: its slot is free again, and the idle worker is woken to fill it."""
+    def release(self, count: int = 1) -> None:
+        """Jobs ended: their slots are free again, and the idle worker is woken to fill
+        them (all at once: one pop for the slots of jobs that ended together)."""
         with self._changed:
-            self.busy -= 1
+            self.busy -= count
             self._changed.notify_all()
         self.freed.set()
 

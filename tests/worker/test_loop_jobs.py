@@ -127,6 +127,8 @@ def test_loop_jobs_ending_together_share_their_completions(
     assert all_state(qless, jids, "complete")
     assert worker.outcomes["completed"] == 300
     assert 0 < worker.completions.round_trips < 300
+    # The slots of jobs completed together are freed together and refilled by one pop.
+    assert 0 < worker.pop_round_trips < 300
 
 
 def test_a_loop_job_cancelled_from_inside_fails_and_frees_its_slot(
