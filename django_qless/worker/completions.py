@@ -19,8 +19,7 @@ from typing import Any
 
 import redis
 
-from ..core import Client, Command, Job, commands
-from ..core.batch import Batch
+from ..core import Batch, Client, Command, Job, commands
 from .round_trip import run_all
 
 

@@ -33,8 +33,7 @@ from collections.abc import Sequence
 
 import redis
 
-from ..core import Job, LockLostError, QlessError, Queue, commands
-from ..core.batch import Batch
+from ..core import Batch, Job, LockLostError, QlessError, Queue, commands
 from .completions import Completions
 from .fetcher import names
 from .held import DurationAverage, Held

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import Client, Command, ScriptError, ScriptNotLoadedError, call_many
-from ..core.batch import Batch
+from ..core import Batch, Client, Command, ScriptError, ScriptNotLoadedError, call_many
 
 
 def run_all(client: Client, commands: Sequence[Command], batch: Batch | None = None

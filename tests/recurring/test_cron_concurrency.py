@@ -112,7 +112,11 @@ def test_simultaneous_syncs_store_each_cron_schedule_once(
     jids = jobs_of(redis_client, "minutely")
     slots = [int(jid.split("-")[2]) for jid in jids]
     assert 1 <= len(jids) <= 2 and len(set(slots)) == len(slots)
-    for jid in jids:
-        assert redis_client.hget(f"ql:j:{jid}", "state") == "scheduled"
+    for jid, slot in zip(jids, slots, strict=True):
+        state = redis_client.hget(f"ql:j:{jid}", "state")
+        # Scheduled until its slot comes: a slow run may cross it (then qless has made it
+        # waiting, as for any scheduled job that came due).
+        assert state == "scheduled" or (state == "waiting" and slot <= time.time()), (
+            jid, state)
     again = [json.loads(out) for out in run_together(SYNC, SYNCS, env, "--json", "--prune")]
     assert all(not report["applied"] for report in again)
