@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from asgiref.sync import AsyncToSync
 
 from .. import coroutines, signals
 from ..core import Job
@@ -44,6 +43,7 @@ from .completions import Completions
 from .held import Held, still_ours
 from .interrupt import Interrupter, JobInterrupted, LockLost
 from .lent_thread import LentThread
+from .loop_thread import served_by
 from .options import WorkerOptions
 from .renewals import Renewals
 from .report import Outcome, Reporter
@@ -239,12 +239,9 @@ class LoopJobs:
     async def _awaited(self, coroutine: Coroutine[Any, Any, Any], thread: LentThread,
                        stop: Stop, interrupter: Interrupter, job: Job) -> Any:
         """What the job's coroutine returned; raises what it raised, or its interruption."""
-        # Its thread-sensitive sync calls go to the lent thread: in this task's context
-        # only, where asgiref looks first (as under `async_to_sync`).
-        AsyncToSync.executors.current = thread
         stop.armed = True
         try:
-            value = await coroutine
+            value = await served_by(thread, coroutine)  # its sync calls: the lent thread
         except asyncio.CancelledError:
             stop.settle()
             pending = interrupter.pending
