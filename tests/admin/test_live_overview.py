@@ -4,6 +4,7 @@ of the pages: same view, same permission checks, never cached, messages left alo
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,16 @@ LIVE = {"X-Qless-Live": "1"}
 #: Each live page, by route and URL arguments (the worker's name is the world's).
 LIVE_PAGES = [("overview", {}), ("queue", {"name": "jobs"}), ("workers", {}),
               ("failures", {}), ("worker", {"name": "worker"}), ("job", {"jid": "running"})]
+
+
+@pytest.fixture(autouse=True)
+def within_one_minute(qless: Client) -> None:
+    """Start a test at least 15 s before the minute turns: the overview's "last minute" is
+    the minute before the page's, so a test writing it and reading the page must not
+    cross into the next one."""
+    into_minute = qless.now() % 60
+    if into_minute > 45:
+        time.sleep(60.5 - into_minute)
 
 
 def finished(qless: Client, counts: dict[tuple[str, str], int], minutes_ago: int = 0) -> None:
