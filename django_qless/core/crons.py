@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from ..cron import CronError, CronExpression, is_number
-from . import commands, keys
+from . import keys
+from .submission import PutOptions, Submission, submit
 
 if TYPE_CHECKING:
     from .client import Client
@@ -133,12 +134,12 @@ class CronDefinition:
                 return found[-count:]
             window *= 4
 
-    def put_command(self, worker: str, jid: str, delay: float) -> commands.Command:
-        """The `put.ifabsent any` of one of its jobs."""
-        return commands.put_if_absent(
-            "any", worker, self.queue, jid, self.klass, self.data, delay,
-            priority=self.priority, tags=self.tags, retries=self.retries,
-        )
+    def submission(self, jid: str, delay: float) -> Submission:
+        """One of its jobs, put if absent (any job of that jid, completed too, blocks it)."""
+        return Submission(jid, self.klass, self.queue, self.data, PutOptions(
+            delay=delay, priority=self.priority, tags=self.tags, retries=self.retries,
+            unique="any",
+        ))
 
     def fields(self) -> dict[str, str]:
         """The hash fields, as text."""
@@ -346,14 +347,14 @@ class CronStore:
             # Left behind by a writer that lost a race with a prune, it goes by itself.
             pipe.expire(record, REMEMBER)
             pipe.execute()
-        worker = self.client.worker_name
-        return [self.client.put_if_absent(definition.put_command(worker, jid, max(slot - now, 0)))
-                for jid, slot in jids.items()]
+        return submit(self.client, [definition.submission(jid, max(slot - now, 0))
+                                    for jid, slot in jids.items()])
 
     def put_now(self, definition: CronDefinition, token: str) -> PutOutcome:
         """Put one job of the schedule to run now, under a jid of its own (`Run now`)."""
         jid = run_now_jid(definition.name, token)
-        return self.client.put_if_absent(definition.put_command(self.client.worker_name, jid, 0))
+        [outcome] = submit(self.client, [definition.submission(jid, 0)])
+        return outcome
 
     def _undo_if_stale(self, used: CronDefinition, outcomes: Sequence[PutOutcome]
                        ) -> set[str]:
