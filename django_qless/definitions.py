@@ -1,177 +1,53 @@
-"""`JobDefinition`: a registered job function with its defaults, enqueue and execute paths.
+"""`JobDefinition`: what `@qless_job` returns, a `JobSpec` that can be enqueued.
 
-Job data is qless's JSON object, `{"args": [...], "kwargs": {...}}`, so other qless clients
-and UIs can read it (with `"result"` added when a job that keeps its value completes).
-Arguments go through JSON in the caller: tuples arrive as lists, NaN/Infinity, sets,
-bytes and non-string keys are refused before anything is written.
+`enqueue` and `enqueue_many` check their calls here, into submissions, and hand them to
+the one enqueue path (`enqueue.dispatch`); immediate mode runs them inline through
+`execute`, sending the signals a worker would send.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
-import inspect
-import math
 import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.dispatch import Signal
 
-from . import signals
-from .conf import QlessSettings, get_settings
-from .connection import alias_for_queue, get_client
-from .core import commands, validation
-from .coroutines import invoke
-from .exceptions import (
-    BadPayloadError,
-    InvalidJobError,
-    JobDataError,
-    QlessConfigurationError,
-    QlessError,
-)
-from .results import (
-    NOTHING,
-    RESULT_KEY,
-    JobResult,
-    JobStatus,
-    encode_value,
-    find_result,
-    immediate_results,
-)
-from .retry import RetryPolicy
-from .schedules import Schedule, as_schedules
-
-if TYPE_CHECKING:
-    from .core import Job
+from . import bulk, signals
+from .conf import get_settings
+from .core.submission import Submission
+from .enqueue import announce, dispatch
+from .enqueue.request import Enqueue
+from .exceptions import InvalidJobError
+from .immediate import IMMEDIATE_WORKER, ImmediateJob
+from .job_spec import JobLike, JobSpec, Unique, seconds
+from .registry import registry
+from .results import NOTHING, JobResult, JobStatus, immediate_results
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: `unique=`: False, True (the same as "active") or a `put_if_absent` policy.
-Unique = bool | Literal["active", "any"]
-
-#: Worker name reported by the signals of jobs run inline in immediate mode.
-IMMEDIATE_WORKER = "immediate"
+__all__ = ["IMMEDIATE_WORKER", "ImmediateJob", "JobDefinition", "JobLike", "Unique", "seconds"]
 
 
-class JobLike(Protocol):
-    """What `execute` needs from a job: a `core.Job`, or an `ImmediateJob`."""
-
-    jid: str
-    klass: str
-    queue_name: str
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The decoded job data."""
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A validated put, ready to send now or after the transaction commits."""
-
-    jid: str
-    klass: str
-    queue: str
-    connection: str
-    encoded: str
-    delay: float
-    priority: float | None
-    tags: tuple[str, ...]
-    retries: int | None
-    depends: tuple[str, ...]
-    tracked: bool
-    unique: str | None  # a put_if_absent policy, or None for a plain put
-
-
-@dataclass(frozen=True)
-class JobDefinition(Generic[P, R]):
+class JobDefinition(JobSpec[P, R]):
     """A job klass: the function, its qless defaults, and `.enqueue()` / `.using()`."""
-
-    func: Callable[..., R]
-    name: str
-    queue: str | None = None  # None: QLESS["DEFAULT_QUEUE"] at enqueue time
-    priority: float | None = None
-    tags: tuple[str, ...] = ()
-    retries: int | None = None  # None: qless's default (5), or the existing job's on re-put
-    delay: float = 0.0
-    depends: tuple[str, ...] = ()
-    tracked: bool = False
-    heartbeat: float | None = None
-    time_limit: float | None = None
-    retry_policy: RetryPolicy | None = None
-    takes_job: bool = False
-    connection: str | None = None  # None: the connection the queue is routed to
-    jid: str | None = None
-    on_commit: bool | None = None  # None: QLESS["ENQUEUE_ON_COMMIT"]
-    db_alias: str | None = None
-    store_result: bool | None = None  # None: QLESS["STORE_RESULTS"]
-    #: True ("active"): put only while no job of that jid exists but a completed one;
-    #: "any": a completed job blocks too. Without `jid`, the jid is derived from the call.
-    unique: Unique = False
-    #: Schedules from `@qless_job(recur=...)`; `manage.py qless_recur` writes them to Redis.
-    recur: tuple[Schedule, ...] = field(default=(), compare=False)
-    signature: inspect.Signature = field(init=False, repr=False, compare=False)
-    #: (fewest, most) positional arguments a call without keywords may pass, when that
-    #: alone decides whether it binds (None: ask `signature.bind`).
-    arity: tuple[int, float] | None = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        try:
-            normalise(self)
-        except (QlessError, ValueError, TypeError) as exc:
-            raise InvalidJobError(f"job {self.name!r}: {exc}") from exc
-
-    def __repr__(self) -> str:
-        return f"<JobDefinition {self.name} queue={self.queue or '(default)'}>"
-
-    def using(
-        self,
-        *,
-        queue: str | None = None,
-        priority: float | None = None,
-        tags: Sequence[str] | None = None,
-        retries: int | None = None,
-        delay: float | timedelta | None = None,
-        depends: Sequence[str] | None = None,
-        tracked: bool | None = None,
-        jid: str | None = None,
-        connection: str | None = None,
-        on_commit: bool | None = None,
-        using: str | None = None,
-        unique: Unique | None = None,
-    ) -> JobDefinition[P, R]:
-        """A copy with per-call overrides (None keeps the current value)."""
-        given: dict[str, Any] = {
-            "queue": queue, "priority": priority, "tags": tags, "retries": retries,
-            "delay": seconds(delay), "depends": depends, "tracked": tracked, "jid": jid,
-            "connection": connection, "on_commit": on_commit, "db_alias": using,
-            "unique": unique,
-        }
-        return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
         """qless `put`: validate in the caller, send now or on commit; returns the jid at once."""
-        settings = get_settings()
-        submission = self.prepare(settings, args, kwargs)
-        send = functools.partial(
-            self._run_inline if settings.immediate else self._put, submission
-        )
-        on_commit = settings.enqueue_on_commit if self.on_commit is None else self.on_commit
-        # Deferred puts keep workers from seeing rows the transaction has not committed yet.
-        if on_commit and transaction.get_connection(self.db_alias).in_atomic_block:
-            outboxed = settings.outbox.enabled and not settings.immediate
-            if not (outboxed and self._defer(submission)):
-                transaction.on_commit(send, using=self.db_alias)
-        else:
-            send()
+        connection, submission = self.prepare(get_settings(), args, kwargs)
+        dispatch.send(self._request(connection, [submission], many=False))
         return submission.jid
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """`enqueue` from async code, without blocking the event loop on Redis.
+
+        Thread-sensitive, as Django's own `aenqueue`: the put runs in the thread that owns
+        the database connection, so enqueue-on-commit sees the caller's transaction.
+        """
+        return await sync_to_async(self.enqueue, thread_sensitive=True)(*args, **kwargs)
 
     def enqueue_many(
         self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
@@ -183,9 +59,17 @@ class JobDefinition(Generic[P, R]):
         rules of `enqueue` (on commit, outbox, immediate mode, `unique`, signals). Returns
         the jids in the order of `calls`. See `django_qless.bulk`.
         """
-        from .bulk import enqueue_many  # noqa: PLC0415 - bulk imports this module's types
-
-        return enqueue_many(self, calls)
+        if self.jid is not None:
+            raise InvalidJobError(
+                f"{self.name}.enqueue_many(): a fixed jid (.using(jid=...)) would give every "
+                "job the same one; enqueue_many needs one jid per job"
+            )
+        checked = bulk.check_calls(self, get_settings(), calls)
+        if checked is None:
+            return []
+        connection, submissions = checked
+        dispatch.send(self._request(connection, submissions, many=True))
+        return [submission.jid for submission in submissions]
 
     async def aenqueue_many(
         self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
@@ -193,157 +77,23 @@ class JobDefinition(Generic[P, R]):
         """`enqueue_many` from async code (thread-sensitive, as `aenqueue`)."""
         return await sync_to_async(self.enqueue_many, thread_sensitive=True)(calls)
 
-    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        """`enqueue` from async code, without blocking the event loop on Redis.
-
-        Thread-sensitive, as Django's own `aenqueue`: the put runs in the thread that owns
-        the database connection, so enqueue-on-commit sees the caller's transaction.
-        """
-        return await sync_to_async(self.enqueue, thread_sensitive=True)(*args, **kwargs)
-
-    def call(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        """Run the function now, in this process, with JSON-round-tripped arguments."""
-        submission = self.prepare(get_settings(), args, kwargs)
-        return self.execute(ImmediateJob.from_submission(submission))
-
-    def execute(self, job: JobLike) -> R:
-        """Decode `job.data` and call the function (the worker's path, and immediate mode's).
-
-        An `async def` function is awaited: on the worker's event loop in a worker.
-        """
-        args, kwargs = decode_payload(job)
-        if self.takes_job:
-            args = [job, *args]
-        if not self.binds_by_count(len(args), kwargs):
-            try:
-                self.signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise BadPayloadError(f"job {job.jid} ({self.name}): {exc}") from exc
-        return cast(R, invoke(self.func, args, kwargs))
-
-    def result(self, jid: str) -> JobResult:
-        """Status, kept return value and errors of one of this job's jids.
-
-        Immediate mode's results are kept in this process (the newest
-        `results.IMMEDIATE_RESULTS`); others are read from Redis, as long as qless keeps
-        the job. `ResultDoesNotExist` when no job of this klass has that jid.
-        """
-        settings = get_settings()
-        first = self.connection or alias_for_queue(self.queue or settings.default_queue)
-        aliases = [] if settings.immediate else [first, *settings.connections]
-        return find_result(self.name, jid, aliases)
-
-    def kept_value(self, value: Any) -> Any:
-        """A return value as stored, or `NOTHING` when this job keeps none.
-
-        Kept with `store_result=True`, or with `QLESS['STORE_RESULTS']` when `store_result`
-        is None; `ResultNotStorableError` when the value is not JSON or is too large.
-        """
-        settings = get_settings()
-        if not (settings.store_results if self.store_result is None else self.store_result):
-            return NOTHING
-        return encode_value(value, settings.result_max_bytes, "QLESS['RESULT_MAX_BYTES']")
-
-    def prepare(
-        self, settings: QlessSettings, args: Sequence[Any], kwargs: Mapping[str, Any]
-    ) -> Submission:
-        """Check everything a put needs, so a bad call fails here and writes nothing."""
-        self.check_call(args, kwargs)
-        queue = self.queue or settings.default_queue
-        connection = self.connection or alias_for_queue(queue)
-        if connection not in settings.connections:
-            raise QlessConfigurationError(
-                f"job {self.name!r} uses connection {connection!r}, "
-                f"not in QLESS['CONNECTIONS'] (configured: {', '.join(settings.connections)})"
-            )
-        encoded = self.encode_call(settings, args, kwargs)
-        return Submission(
-            jid=self.jid or self.new_jid(encoded),
-            klass=self.name,
-            queue=queue,
-            connection=connection,
-            encoded=encoded,
-            delay=self.delay,
-            priority=self.priority,
-            tags=self.tags,
-            retries=self.retries,
-            depends=self.depends,
-            tracked=self.tracked,
-            unique=absent_policy(self.unique),
+    def _request(self, connection: str, submissions: Sequence[Submission], *,
+                 many: bool) -> Enqueue:
+        """The enqueue of checked submissions, with this job's choices and announcement."""
+        return Enqueue(
+            connection=connection, submissions=submissions,
+            announce=functools.partial(self._announce, connection),
+            on_commit=self.on_commit, db_alias=self.db_alias,
+            inline=functools.partial(self._run_inline, connection), many=many,
         )
 
-    def binds_by_count(self, given: int, kwargs: Mapping[str, Any]) -> bool:
-        """True when `given` positional arguments and no keyword provably bind.
+    def _announce(self, connection: str, submissions: Sequence[Submission], at: float) -> None:
+        """`job_enqueued` for the jobs just put (`at`, the put's clock, is not part of it)."""
+        announce.jobs(submissions, connection, self)
 
-        The usual call, positional arguments only, is checked by count: bind() costs more.
-        """
-        arity = self.arity
-        return not kwargs and arity is not None and arity[0] <= given <= arity[1]
-
-    def check_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        """`TypeError` unless the function takes these arguments."""
-        if not self.binds_by_count(len(args) + self.takes_job, kwargs):
-            bound = [None, *args] if self.takes_job else list(args)
-            try:
-                self.signature.bind(*bound, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}.enqueue(): {exc}") from exc
-
-    @staticmethod
-    def encode_call(
-        settings: QlessSettings, args: Sequence[Any], kwargs: Mapping[str, Any]
-    ) -> str:
-        """The job data of a call, checked (JSON, integers, payload size) and encoded."""
-        data = {"args": list(args), "kwargs": dict(kwargs)}
-        return validation.encode_data(data, settings.max_payload_bytes)
-
-    def new_jid(self, encoded: str) -> str:
-        """The jid of a call without a chosen one: random, or derived from it if unique."""
-        return call_jid(self.name, encoded) if self.unique else uuid.uuid4().hex
-
-    def _defer(self, submission: Submission) -> bool:
-        """Write the put to the outbox in this transaction; it goes to Redis on commit.
-
-        False when the database has no outbox table (then nothing was written).
-        """
-        from .outbox import commit, entries  # noqa: PLC0415 - a model: needs the app registry
-
-        now = get_client(submission.connection).now()
-        entry = entries.for_submission(submission, now)
-        return commit.defer(entry, self.db_alias or DEFAULT_DB_ALIAS,
-                            lambda delivery: self._announce(submission))
-
-    def _put(self, submission: Submission) -> None:
-        """Write the job to Redis, then announce it."""
-        client = get_client(submission.connection)
-        args = (client.worker_name, submission.queue, submission.jid, submission.klass,
-                submission.encoded, submission.delay)
-        options: dict[str, Any] = {
-            "priority": submission.priority, "tags": submission.tags,
-            "retries": submission.retries, "depends": submission.depends,
-        }
-        if submission.unique is None:
-            client.put(commands.put(*args, **options))
-        elif not client.put_if_absent(
-            commands.put_if_absent(submission.unique, *args, **options)
-        ).created:
-            return  # a unique job that exists already: nothing changes, nothing is announced
-        if submission.tracked:
-            # qless has no tracked flag on put: tracking is a second, separate command.
-            client.track(submission.jid)
-        self._announce(submission)
-
-    def _announce(self, submission: Submission) -> None:
-        """`job_enqueued`, once the job is in Redis."""
-        self._send(signals.job_enqueued, submission, priority=submission.priority,
-                   tags=submission.tags, delay=submission.delay,
-                   connection=submission.connection, immediate=False)
-
-    def _run_inline(self, submission: Submission) -> None:
+    def _run_inline(self, connection: str, submission: Submission) -> None:
         """Immediate mode: run through `execute` now, sending the worker's signals."""
-        self._send(signals.job_enqueued, submission, priority=submission.priority,
-                   tags=submission.tags, delay=submission.delay,
-                   connection=submission.connection, immediate=True)
+        announce.jobs([submission], connection, self, immediate=True)
         self._send(signals.job_started, submission, worker=IMMEDIATE_WORKER)
         started = time.monotonic()
         try:
@@ -360,157 +110,11 @@ class JobDefinition(Generic[P, R]):
         self._send(signals.job_completed, submission, worker=IMMEDIATE_WORKER,
                    duration=time.monotonic() - started)
 
-    def _send(self, signal: Any, submission: Submission, **kwargs: Any) -> None:
+    def _send(self, signal: Signal, submission: Submission, **kwargs: Any) -> None:
         """Send a job signal with the registered definition as sender (`signals.send`: a
         failing receiver is logged, never raised to the caller of enqueue)."""
         if not signal.receivers:
             return  # nobody listens (the logging receivers were disconnected): build nothing
-        from .registry import registry  # noqa: PLC0415 - registry imports this module
-
         sender = registry.lookup(self.name) or self
         signals.send(signal, sender, jid=submission.jid, queue=submission.queue,
                      klass=submission.klass, **kwargs)
-
-
-class ImmediateJob:
-    """Stands in for a `core.Job` when a job runs inline (immediate mode, `.call()`)."""
-
-    def __init__(self, jid: str, klass: str, queue_name: str, raw_data: str, **fields: Any):
-        self.jid = jid
-        self.klass = klass
-        self.queue_name = queue_name
-        self.raw_data = raw_data
-        self.priority: float = fields.get("priority") or 0
-        self.tags: tuple[str, ...] = tuple(fields.get("tags") or ())
-        self.retries: int = 5 if fields.get("retries") is None else int(fields["retries"])
-        self.remaining = self.retries
-        self.tracked: bool = bool(fields.get("tracked"))
-        self.worker = IMMEDIATE_WORKER
-        self.state = "running"
-        self.expires = math.inf
-        self.ttl = math.inf
-        self.logs: list[tuple[str, dict[str, Any] | None]] = []
-
-    @classmethod
-    def from_submission(cls, submission: Submission) -> ImmediateJob:
-        """The inline job for a validated submission."""
-        return cls(
-            submission.jid, submission.klass, submission.queue, submission.encoded,
-            priority=submission.priority, tags=submission.tags, retries=submission.retries,
-            tracked=submission.tracked,
-        )
-
-    def __repr__(self) -> str:
-        return f"<ImmediateJob {self.jid} {self.klass} in {self.queue_name}>"
-
-    @functools.cached_property
-    def data(self) -> dict[str, Any]:
-        """The job data, decoded like a worker would."""
-        return validation.decode_object(self.raw_data)
-
-    def heartbeat(self, data: Mapping[str, Any] | None = None) -> float:
-        """Nothing to renew inline; returns the (infinite) expiry."""
-        return self.expires
-
-    def log(self, message: str, data: Mapping[str, Any] | None = None) -> None:
-        """Keep the entry on the object (there is no history in Redis)."""
-        self.logs.append((message, None if data is None else dict(data)))
-
-
-def seconds(delay: float | timedelta | None) -> float | None:
-    """A delay in seconds (timedelta accepted)."""
-    return delay.total_seconds() if isinstance(delay, timedelta) else delay
-
-
-def decode_payload(job: JobLike) -> tuple[list[Any], dict[str, Any]]:
-    """`(args, kwargs)` from `{"args": [...], "kwargs": {...}}`; `BadPayloadError` otherwise."""
-    try:
-        data = job.data
-    except JobDataError as exc:
-        raise BadPayloadError(f"job {job.jid}: {exc}") from exc
-    # A kept return value is no argument (a completed job may be put again as it is).
-    extra = sorted(set(data) - {"args", "kwargs", RESULT_KEY})
-    args = data.get("args", [])
-    kwargs = data.get("kwargs", {})
-    if extra:
-        raise BadPayloadError(f"job {job.jid}: unexpected keys in data: {', '.join(extra)}")
-    if not isinstance(args, list):
-        raise BadPayloadError(f"job {job.jid}: data['args'] must be a list, got {args!r:.80}")
-    if not isinstance(kwargs, dict):
-        raise BadPayloadError(
-            f"job {job.jid}: data['kwargs'] must be an object, got {kwargs!r:.80}"
-        )
-    return args, kwargs
-
-
-def positional_arity(signature: inspect.Signature) -> tuple[int, float] | None:
-    """(fewest, most) positional arguments that bind when no keyword is given, or None
-    when a keyword-only parameter without a default makes every such call fail."""
-    fewest, most = 0, 0.0
-    for parameter in signature.parameters.values():
-        kind = parameter.kind
-        if kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            most += 1
-            if parameter.default is parameter.empty:
-                fewest += 1
-        elif kind is parameter.VAR_POSITIONAL:
-            most = math.inf
-        elif kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty:
-            return None
-    return fewest, most
-
-
-def absent_policy(unique: Unique) -> str | None:
-    """The `put_if_absent` policy for a `unique` option (None: a plain put)."""
-    if unique is False:
-        return None
-    return "active" if unique is True else unique
-
-
-def call_jid(klass: str, encoded: str) -> str:
-    """The jid of a unique job enqueued without one: the same for the same klass and data."""
-    return hashlib.sha256(f"{klass}\n{encoded}".encode()).hexdigest()[:32]
-
-
-def normalise(defn: JobDefinition[Any, Any]) -> None:
-    """Check and normalise a definition's options in place (it is frozen, hence setattr)."""
-    def put(name: str, value: Any) -> None:
-        object.__setattr__(defn, name, value)
-
-    validation.label(defn.name, "job name")
-    if defn.queue is not None:
-        validation.queue_name(defn.queue)
-    if defn.jid is not None:
-        validation.new_jid(defn.jid)
-    if defn.priority is not None:
-        validation.number(defn.priority, "priority")
-    if defn.retries is not None:
-        validation.integer(defn.retries, "retries", minimum=0)
-    put("delay", float(validation.number(defn.delay, "delay", minimum=0)))
-    put("tags", tuple(validation.labels(defn.tags, "tag")))
-    put("depends", tuple(validation.jids(defn.depends)))
-    for name in ("heartbeat", "time_limit"):
-        if getattr(defn, name) is not None:
-            put(name, float(validation.positive(getattr(defn, name), name)))
-    if defn.store_result is not None and not isinstance(defn.store_result, bool):
-        raise TypeError("store_result must be True, False or None")
-    for name in ("tracked", "takes_job"):
-        if not isinstance(getattr(defn, name), bool):
-            raise TypeError(f"{name} must be True or False")
-    if defn.unique not in (False, True, *commands.ABSENT_POLICIES):
-        raise TypeError("unique must be True, False, 'active' or 'any'")
-    if defn.on_commit is not None and not isinstance(defn.on_commit, bool):
-        raise TypeError("on_commit must be True, False or None")
-    if defn.retry_policy is not None and not isinstance(defn.retry_policy, RetryPolicy):
-        raise TypeError("retry_policy must be a RetryPolicy")
-    put("recur", as_schedules(defn.recur))
-    put("signature", inspect.signature(defn.func))
-    put("arity", positional_arity(defn.signature))
-    if defn.takes_job and next(iter(defn.signature.parameters), None) != "job":
-        raise TypeError("takes_job=True needs a first parameter named 'job'")
-
-
-if TYPE_CHECKING:
-    # A core.Job must satisfy what execute() needs.
-    def _job_is_job_like(job: Job) -> JobLike:
-        return job

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.utils.module_loading import autodiscover_modules
 
 from .exceptions import DuplicateJobError, UnknownJobError
 
 if TYPE_CHECKING:
-    from .definitions import JobDefinition
+    # The spec, not `definitions.JobDefinition`: the enqueue path asks the registry for
+    # its signals' senders, so the registry must not import the enqueue path.
+    from .job_spec import JobSpec
+
+#: A registered job, typed as precisely as it was given.
+S = TypeVar("S", bound="JobSpec[Any, Any]")
 
 #: Module imported from every installed app so its jobs register in every process.
 JOBS_MODULE = "qless_jobs"
@@ -20,10 +25,10 @@ class Registry:
     """klass name -> `JobDefinition`; duplicates are refused, unknown names raise."""
 
     def __init__(self) -> None:
-        self._jobs: dict[str, JobDefinition[Any, Any]] = {}
+        self._jobs: dict[str, JobSpec[Any, Any]] = {}
         self._lock = threading.Lock()
 
-    def register(self, defn: JobDefinition[Any, Any]) -> JobDefinition[Any, Any]:
+    def register(self, defn: S) -> S:
         """Add a definition; raises `DuplicateJobError` if another function has its name."""
         with self._lock:
             existing = self._jobs.get(defn.name)
@@ -42,7 +47,7 @@ class Registry:
         with self._lock:
             self._jobs.pop(name, None)
 
-    def get(self, klass: str) -> JobDefinition[Any, Any]:
+    def get(self, klass: str) -> JobSpec[Any, Any]:
         """The definition of a klass; raises `UnknownJobError` if none is registered."""
         defn = self._jobs.get(klass)
         if defn is None:
@@ -52,7 +57,7 @@ class Registry:
             )
         return defn
 
-    def lookup(self, klass: str) -> JobDefinition[Any, Any] | None:
+    def lookup(self, klass: str) -> JobSpec[Any, Any] | None:
         """The definition of a klass, or None."""
         return self._jobs.get(klass)
 
@@ -62,12 +67,12 @@ class Registry:
     def __len__(self) -> int:
         return len(self._jobs)
 
-    def all(self) -> list[JobDefinition[Any, Any]]:
+    def all(self) -> list[JobSpec[Any, Any]]:
         """Every definition, sorted by name."""
         return [self._jobs[name] for name in sorted(self._jobs)]
 
 
-def _same_source(one: JobDefinition[Any, Any], other: JobDefinition[Any, Any]) -> bool:
+def _same_source(one: JobSpec[Any, Any], other: JobSpec[Any, Any]) -> bool:
     """True when both come from the same line of the same file (a module run twice)."""
     if one.func is other.func:
         return True
@@ -80,7 +85,7 @@ def _same_source(one: JobDefinition[Any, Any], other: JobDefinition[Any, Any]) -
     )
 
 
-def _where(defn: JobDefinition[Any, Any]) -> str:
+def _where(defn: JobSpec[Any, Any]) -> str:
     """`module.qualname` of a definition's function."""
     return f"{defn.func.__module__}.{defn.func.__qualname__}"
 

@@ -6,12 +6,12 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import DatabaseError
 
 from ..connection import get_client
-from ..core import Client, PutOutcome, commands
+from ..core.submission import submit
+from .entries import submission_of
 from .models import OutboxEntry
 
 logger = logging.getLogger("django_qless.outbox")
@@ -39,16 +39,10 @@ def deliver(entry: OutboxEntry, using: str, *, policy: str | None) -> Delivery:
     delete the row; an error leaves the row for the sweep."""
     client = get_client(entry.connection)
     now = client.now()
-    command, delay = put_command(client, entry, now, policy)
-    if policy is None:
-        client.put(command)
-        delivery = Delivery(entry.jid, True, delay, now)
-    else:
-        outcome = client.put_if_absent(command)
-        delivery = Delivery(entry.jid, outcome.created, delay, now, outcome.state)
-    if delivery.created and entry.tracked:
-        # qless has no tracked flag on put: tracking is a second, separate command.
-        client.track(entry.jid)
+    submission = submission_of(entry, policy)
+    [outcome] = submit(client, [submission], now=now)
+    delivery = Delivery(entry.jid, outcome.created, submission.options.delay_at(now), now,
+                        outcome.state)
     return dataclasses.replace(delivery, deleted=forget(entry, using))
 
 
@@ -59,38 +53,15 @@ def deliver_many(
     trips, then the tracking, then the rows deleted."""
     client = get_client(entries[0].connection)
     now = client.now()
-    built = [put_command(client, entry, now, policy)
-             for entry, policy in zip(entries, policies, strict=True)]
-    replies = client.put_many([command for command, _ in built])
-    deliveries = []
-    for entry, policy, (_, delay), reply in zip(entries, policies, built, replies, strict=True):
-        if policy is None:
-            deliveries.append(Delivery(entry.jid, True, delay, now))
-        else:
-            outcome = PutOutcome.from_reply(reply)
-            deliveries.append(Delivery(entry.jid, outcome.created, delay, now, outcome.state))
-    tracks = [commands.track(entry.jid) for entry, delivery in zip(entries, deliveries,
-                                                                   strict=True)
-              if delivery.created and entry.tracked]
-    if tracks:
-        client.put_many(tracks)
+    submissions = [submission_of(entry, policy)
+                   for entry, policy in zip(entries, policies, strict=True)]
+    outcomes = submit(client, submissions, now=now, pipelined=True)
+    deliveries = [Delivery(entry.jid, outcome.created, submission.options.delay_at(now), now,
+                           outcome.state)
+                  for entry, submission, outcome
+                  in zip(entries, submissions, outcomes, strict=True)]
     deleted = forget_many(entries, using)
     return [dataclasses.replace(delivery, deleted=deleted) for delivery in deliveries]
-
-
-def put_command(
-    client: Client, entry: OutboxEntry, now: float, policy: str | None
-) -> tuple[commands.Command, float]:
-    """The put of a row (`policy`: None for a plain put) and its delay from `now`."""
-    delay = max(0.0, entry.not_before - now)
-    args = (client.worker_name, entry.queue, entry.jid, entry.klass, entry.data, delay)
-    options: dict[str, Any] = {
-        "priority": entry.priority, "tags": tuple(entry.tags), "retries": entry.retries,
-        "depends": tuple(entry.depends),
-    }
-    if policy is None:
-        return commands.put(*args, **options), delay
-    return commands.put_if_absent(policy, *args, **options), delay
 
 
 def forget(entry: OutboxEntry, using: str) -> bool:

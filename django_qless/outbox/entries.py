@@ -1,34 +1,35 @@
-"""Building outbox rows from validated puts, in the enqueuing transaction."""
+"""Outbox rows and the puts they hold: a row from a `Submission`, and a `Submission` back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
+from ..core.submission import PutOptions, Submission
 from .models import OutboxEntry
 
-if TYPE_CHECKING:
-    from ..definitions import Submission
 
-
-def for_submission(submission: Submission, now: float) -> OutboxEntry:
-    """The row of a `@qless_job` put (its delay counted from `now`, the enqueue)."""
+def row_of(submission: Submission, connection: str, now: float | None,
+           task_backend: str = "") -> OutboxEntry:
+    """The row of a put (not saved); a delay is counted from `now`, the enqueue."""
+    options = submission.options
+    if options.not_before is not None:
+        not_before = options.not_before
+    elif now is None:
+        raise ValueError("a delayed put needs the clock of its enqueue")
+    else:
+        not_before = now + options.delay
     return OutboxEntry(
-        connection=submission.connection, queue=submission.queue, jid=submission.jid,
-        klass=submission.klass, data=submission.encoded, not_before=now + submission.delay,
-        priority=submission.priority, tags=list(submission.tags), retries=submission.retries,
-        depends=list(submission.depends), tracked=submission.tracked,
-        unique=submission.unique or "",
+        connection=connection, queue=submission.queue, jid=submission.jid,
+        klass=submission.klass, data=submission.data, not_before=not_before,
+        priority=options.priority, tags=list(options.tags or ()), retries=options.retries,
+        depends=list(options.depends or ()), tracked=options.tracked,
+        unique=options.unique or "", task_backend=task_backend,
     )
 
 
-def for_task(
-    *, backend: str, connection: str, queue: str, jid: str, klass: str, data: str,
-    not_before: float, priority: float, tags: Sequence[str], retries: int | None,
-) -> OutboxEntry:
-    """The row of a Django task put by `QlessBackend` (`not_before`: its `run_after`)."""
-    return OutboxEntry(
-        connection=connection, queue=queue, jid=jid, klass=klass, data=data,
-        not_before=not_before, priority=priority, tags=list(tags), retries=retries,
-        task_backend=backend,
-    )
+def submission_of(entry: OutboxEntry, policy: str | None) -> Submission:
+    """The put of a row (`policy`: None for a plain put, else `put.ifabsent`'s); its delay
+    is counted from the put's clock to the row's `not_before`."""
+    return Submission(entry.jid, entry.klass, entry.queue, entry.data, PutOptions(
+        not_before=entry.not_before, priority=entry.priority, tags=tuple(entry.tags),
+        retries=entry.retries, depends=tuple(entry.depends), tracked=entry.tracked,
+        unique=policy,
+    ))

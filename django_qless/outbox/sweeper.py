@@ -27,8 +27,9 @@ from ..conf.schema import OutboxSettings
 from ..connection import get_client
 from ..core import QlessError
 from ..core.sweep_lock import SweepLock
-from .announce import announce_swept
+from ..enqueue import announce
 from .delivery import SWEEP_POLICY, deliver
+from .entries import submission_of
 from .models import OutboxEntry
 from .tables import migrated, outbox_databases
 
@@ -112,7 +113,8 @@ def sweep_rows(alias: str, rows: list[OutboxEntry], report: SweepReport) -> int:
         deleted += delivery.deleted
         if delivery.created:
             report.put.append(row.jid)
-            announce_swept(row, delivery)
+            announce.swept(submission_of(row, SWEEP_POLICY), row.connection, row.task_backend,
+                           delivery.delay)
         else:
             report.found.append(row.jid)
     return deleted

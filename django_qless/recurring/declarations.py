@@ -14,8 +14,8 @@ from typing import Any
 
 from ..conf import Problem, QlessSettings, get_settings
 from ..core import validation
-from ..definitions import JobDefinition
 from ..exceptions import QlessError
+from ..job_spec import JobSpec
 from ..registry import Registry, registry
 from ..schedules import (
     DEFAULT_BACKLOG,
@@ -115,7 +115,7 @@ def collect(settings: QlessSettings | None = None, jobs: Registry | None = None)
 
 
 def _add(
-    found: list[Declared], problems: list[Problem], defn: JobDefinition[Any, Any],
+    found: list[Declared], problems: list[Problem], defn: JobSpec[Any, Any],
     schedule: Schedule, settings: QlessSettings, where: str,
 ) -> None:
     """Resolve one schedule into `found`, or record why it cannot be."""
@@ -149,7 +149,7 @@ def _add_task(
 
 
 def resolve(
-    defn: JobDefinition[Any, Any], schedule: Schedule, settings: QlessSettings, where: str
+    defn: JobSpec[Any, Any], schedule: Schedule, settings: QlessSettings, where: str
 ) -> Declared:
     """The template for `schedule` of job `defn` (the job's options fill the gaps)."""
     name = validation.label(schedule.name or defn.name, "schedule name")
@@ -158,20 +158,21 @@ def resolve(
         retries=schedule.retries, connection=schedule.connection,
     )
     # The same checks as .enqueue(): arguments fit the function, JSON, size, connection.
-    submission = variant.prepare(settings, schedule.args, schedule.kwargs)
+    connection, submission = variant.prepare(settings, schedule.args, schedule.kwargs)
+    options = submission.options
     return Declared(
         name=name,
         jid=schedule_jid(name),
         klass=defn.name,
         queue=submission.queue,
-        connection=submission.connection,
+        connection=connection,
         every=schedule.every,
-        priority=submission.priority or 0,
-        tags=tuple(dict.fromkeys([*submission.tags, MANAGED_TAG])),
-        retries=DEFAULT_RETRIES if submission.retries is None else submission.retries,
+        priority=options.priority or 0,
+        tags=tuple(dict.fromkeys([*(options.tags or ()), MANAGED_TAG])),
+        retries=DEFAULT_RETRIES if options.retries is None else options.retries,
         backlog=schedule.backlog or 0,
-        data=json.loads(submission.encoded),
-        encoded=submission.encoded,
+        data=json.loads(submission.data),
+        encoded=submission.data,
         source=where,
     )
 

@@ -12,17 +12,20 @@ import functools
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DEFAULT_DB_ALIAS, transaction
 
 from .. import signals
 from ..conf import get_settings
 from ..connection import alias_for_queue, get_client
-from ..core import Client, InvalidArgumentError, Job, JobDataError, commands, validation
+from ..core import Client, InvalidArgumentError, Job, JobDataError, validation
+from ..core.submission import PutOptions, Submission
+from ..enqueue import dispatch
+from ..enqueue.calls import split_call
+from ..enqueue.request import Enqueue
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -37,9 +40,6 @@ from .options import parse_options, parse_queues
 from .payload import call_data, is_task_data
 from .resolve import resolve_task
 from .results import as_datetime, build_result
-
-if TYPE_CHECKING:
-    from ..outbox.models import OutboxEntry
 
 
 class QlessBackend(BaseTaskBackend):
@@ -95,20 +95,59 @@ class QlessBackend(BaseTaskBackend):
         """Validate and encode in the caller, then `put` now or on commit; returns at once."""
         self.validate_task(task)
         result = self._new_result(task, args, kwargs)
-        client = get_client(self.connection_for(task.queue_name))
-        encoded = self._encode(client, result)
-        put = functools.partial(self._put, client, result, encoded)
-        settings = get_settings()
-        on_commit = self.qless_options.enqueue_on_commit
-        if on_commit is None:
-            on_commit = settings.enqueue_on_commit
-        # The same rule as @qless_job: workers must not see rows not yet committed.
-        if on_commit and transaction.get_connection().in_atomic_block:
-            if not (settings.outbox.enabled and self._defer(result, encoded)):
-                transaction.on_commit(put)
-        else:
-            put()
+        connection = self.connection_for(task.queue_name)
+        submission = self.submission(result, self._encode(get_client(connection), result))
+        dispatch.send(self._request(connection, [(result, submission)], many=False))
         return result
+
+    def enqueue_many(
+        self, task: Task[Any, Any], calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[TaskResult[Any]]:
+        """Many `enqueue`s of one task in few round trips: every call checked (as `enqueue`
+        checks one) before anything is written; the results in the order of `calls`."""
+        self.validate_task(task)
+        connection = self.connection_for(task.queue_name)
+        client = get_client(connection)
+        prepared: list[tuple[TaskResult[Any], Submission]] = []
+        for index, call in enumerate(calls):
+            try:
+                args, kwargs = split_call(call)
+                result = self._new_result(task, args, kwargs)
+                prepared.append((result, self.submission(result, self._encode(client, result))))
+            except Exception as exc:
+                exc.add_note(f"{task.module_path}: enqueue_many() call #{index}; nothing was "
+                             "enqueued")
+                raise
+        if prepared:
+            dispatch.send(self._request(connection, prepared, many=True))
+        return [result for result, _ in prepared]
+
+    def submission(self, result: TaskResult[Any], encoded: str) -> Submission:
+        """The put of a task's job: its `run_after` as the time it may run from."""
+        task = result.task
+        return Submission(result.id, task.module_path, task.queue_name, encoded, PutOptions(
+            # 0.0, not None: the delay of a task without run_after is 0, wherever it is put.
+            not_before=0.0 if task.run_after is None else task.run_after.timestamp(),
+            priority=task.priority, tags=self.qless_options.tags or None,
+            retries=self.qless_options.retries,
+        ))
+
+    def _request(self, connection: str, prepared: Sequence[tuple[TaskResult[Any], Submission]],
+                 *, many: bool) -> Enqueue:
+        """The enqueue of checked tasks: on commit per OPTIONS, no immediate mode."""
+        results = {submission.jid: result for result, submission in prepared}
+        on_commit = self.qless_options.enqueue_on_commit
+        return Enqueue(
+            connection=connection, submissions=[submission for _, submission in prepared],
+            announce=functools.partial(self._announce_put, results), on_commit=on_commit,
+            many=many, task_backend=self.alias,
+        )
+
+    def _announce_put(self, results: Mapping[str, TaskResult[Any]],
+                      submissions: Sequence[Submission], at: float) -> None:
+        """`task_enqueued` for each task just put, stamped with the put's clock."""
+        for submission in submissions:
+            self._announce(results[submission.jid], at)
 
     def job_data(self, client: Client, task: Task[Any, Any], args: Sequence[Any],
                  kwargs: Mapping[str, Any]) -> str:
@@ -144,56 +183,6 @@ class QlessBackend(BaseTaskBackend):
             return client.encode(data)
         except JobDataError as exc:
             raise TaskArgumentsError(f"{task.module_path}: {exc}") from exc
-
-    def _defer(self, result: TaskResult[Any], encoded: str) -> bool:
-        """Write the put to the outbox in this transaction; it goes to Redis on commit.
-
-        False when the database has no outbox table (then nothing was written).
-        """
-        from ..outbox import commit  # noqa: PLC0415 - a model: needs the app registry
-
-        return commit.defer(self.outbox_row(result, encoded), DEFAULT_DB_ALIAS,
-                            lambda delivery: self._announce(result, delivery.at))
-
-    def outbox_row(self, result: TaskResult[Any], encoded: str) -> OutboxEntry:
-        """The outbox row of a task's put (not saved)."""
-        from ..outbox import entries  # noqa: PLC0415 - a model: needs the app registry
-
-        task = result.task
-        return entries.for_task(
-            backend=self.alias, connection=self.connection_for(task.queue_name),
-            queue=task.queue_name, jid=result.id, klass=task.module_path, data=encoded,
-            not_before=0.0 if task.run_after is None else task.run_after.timestamp(),
-            priority=task.priority, tags=self.qless_options.tags or (),
-            retries=self.qless_options.retries,
-        )
-
-    def _put(self, client: Client, result: TaskResult[Any], encoded: str) -> None:
-        """Write the job (the delay counted from now), then send `task_enqueued`."""
-        now = client.now()
-        client.put(self.put_command(client, result, encoded, now))
-        self._announce(result, now)
-
-    def put_command(
-        self, client: Client, result: TaskResult[Any], encoded: str, now: float
-    ) -> commands.Command:
-        """The put of a task's job, its delay counted from `now`."""
-        task = result.task
-        delay = 0.0 if task.run_after is None else max(0.0, task.run_after.timestamp() - now)
-        return commands.put(
-            client.worker_name, task.queue_name, result.id, task.module_path, encoded, delay,
-            priority=task.priority, tags=self.qless_options.tags or None,
-            retries=self.qless_options.retries,
-        )
-
-    def enqueue_many(
-        self, task: Task[Any, Any], calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
-    ) -> list[TaskResult[Any]]:
-        """Many `enqueue`s of one task in few round trips (`tasks.bulk`): every call
-        checked before anything is written; the results in the order of `calls`."""
-        from .bulk import enqueue_with  # noqa: PLC0415 - bulk imports this module
-
-        return enqueue_with(self, task, calls)
 
     def _announce(self, result: TaskResult[Any], now: float) -> None:
         """Stamp the result with its put's time and send `task_enqueued`."""

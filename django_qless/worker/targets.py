@@ -19,7 +19,7 @@ from ..results import NOTHING
 from .report import Outcome
 
 if TYPE_CHECKING:
-    from ..definitions import JobDefinition
+    from ..job_spec import JobSpec
     from ..retry import RetryPolicy
 
 __all__ = ["NOTHING", "JobTarget", "Target", "find_task"]
@@ -54,7 +54,7 @@ class Target(Protocol):
 class JobTarget:
     """A `@qless_job` definition: its return value is kept when it or the setting says so."""
 
-    def __init__(self, definition: JobDefinition[Any, Any]) -> None:
+    def __init__(self, definition: JobSpec[Any, Any]) -> None:
         self.definition = definition
         self.time_limit = definition.time_limit
         self.heartbeat = definition.heartbeat

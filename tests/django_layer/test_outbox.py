@@ -20,9 +20,9 @@ from django_qless import signals
 from django_qless.conf import get_settings
 from django_qless.core import Client, keys
 from django_qless.core.sweep_lock import SweepLock
-from django_qless.outbox import backlog, sweep
+from django_qless.outbox import backlog
 from django_qless.outbox.models import OutboxEntry
-from django_qless.outbox.sweeper import Sweeper
+from django_qless.outbox.sweeper import Sweeper, sweep
 from tests.testapp.models import Note
 from tests.testapp.qless_jobs import add
 

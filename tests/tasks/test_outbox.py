@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from django_qless.conf import get_settings
 from django_qless.core import Client, keys
-from django_qless.outbox import sweep
 from django_qless.outbox.models import OutboxEntry
+from django_qless.outbox.sweeper import sweep
 from django_qless.tasks.compat import task_enqueued
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
-from ...outbox import backlog, sweep
+from ...outbox import backlog
+from ...outbox.sweeper import sweep
 from ...outbox.tables import migrated, outbox_databases
 
 
