@@ -112,6 +112,8 @@ class JobSpec(Generic[P, R]):
     #: (fewest, most) positional arguments a call without keywords may pass, when that
     #: alone decides whether it binds (None: ask `signature.bind`).
     arity: tuple[int, float] | None = field(init=False, repr=False, compare=False)
+    #: The put options of every call, built once from the fields above (checked by then).
+    put_options: PutOptions = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
@@ -204,15 +206,8 @@ class JobSpec(Generic[P, R]):
             )
         encoded = self.encode_call(settings, args, kwargs)
         return Prepared(connection, Submission(
-            self.jid or self.new_jid(encoded), self.name, queue, encoded, self.put_options()
+            self.jid or self.new_jid(encoded), self.name, queue, encoded, self.put_options
         ))
-
-    def put_options(self) -> PutOptions:
-        """This job's put options (the definition checked them when it was made)."""
-        return PutOptions(
-            delay=self.delay, priority=self.priority, tags=self.tags, retries=self.retries,
-            depends=self.depends, tracked=self.tracked, unique=absent_policy(self.unique),
-        )
 
     def binds_by_count(self, given: int, kwargs: Mapping[str, Any]) -> bool:
         """True when `given` positional arguments and no keyword provably bind.
@@ -334,6 +329,10 @@ def normalise(defn: JobSpec[Any, Any]) -> None:
     put("arity", positional_arity(defn.signature))
     if defn.takes_job and next(iter(defn.signature.parameters), None) != "job":
         raise TypeError("takes_job=True needs a first parameter named 'job'")
+    put("put_options", PutOptions(
+        delay=defn.delay, priority=defn.priority, tags=defn.tags, retries=defn.retries,
+        depends=defn.depends, tracked=defn.tracked, unique=absent_policy(defn.unique),
+    ))
 
 
 if TYPE_CHECKING:
