@@ -2,7 +2,7 @@
 
 A caller (`@qless_job`'s `JobDefinition`, single and bulk; `QlessBackend`, single and bulk)
 turns its calls into `core.submission.Submission`s and hands them, with what it wants done,
-to `dispatch.submit` as one `request.Enqueue`. `dispatch` alone chooses between immediate
+to `dispatch.send` as one `request.Enqueue`. `dispatch` alone chooses between immediate
 mode, the outbox, an on-commit put and a put now; every put is built and sent by
 `core.submission` (the outbox's puts at commit and by its sweep, and cron slots, too);
 `announce` sends `job_enqueued` once a job is in Redis. An enqueue hook belongs at the top
