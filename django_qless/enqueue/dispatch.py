@@ -11,6 +11,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from ..conf import get_settings
 from ..connection import get_client
 from ..core.submission import Submission, submit
+from . import observers
 from .request import Enqueue, Inline
 
 if TYPE_CHECKING:
@@ -29,9 +30,16 @@ def send(request: Enqueue) -> None:
     # Deferred puts keep workers from seeing rows the transaction has not committed yet.
     if on_commit and transaction.get_connection(request.db_alias).in_atomic_block:
         outboxed = settings.outbox.enabled and not immediate
-        if not (outboxed and defer(request)):
+        if outboxed and defer(request):
+            route: observers.Route = "outbox"
+        else:
             transaction.on_commit(run, using=request.db_alias)
+            route = "on_commit"
+        if observers.LISTENERS:
+            observers.dispatched(request, route)
     else:
+        if observers.LISTENERS:  # told before the put, which announces the jobs it created
+            observers.dispatched(request, "immediate" if immediate else "now")
         run()
 
 
