@@ -25,6 +25,7 @@ ENQUEUE_PATH = [
     "django_qless.enqueue.announce",
     "django_qless.enqueue.calls",
     "django_qless.enqueue.dispatch",
+    "django_qless.enqueue.observers",
     "django_qless.enqueue.request",
     "django_qless.core.submission",
     "django_qless.outbox",
