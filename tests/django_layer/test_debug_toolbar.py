@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import AsyncClient as AsyncHttpClient
 from django.test import Client as HttpClient
 from django.test import override_settings
 
@@ -147,3 +149,13 @@ def test_with_the_panel_the_view_is_listened_to(toolbar: None) -> None:
     toolbar_views.LISTENING.clear()
     get("/single/")
     assert toolbar_views.LISTENING == {"single": 1}
+
+
+def test_an_asgi_request_lists_its_jobs_too(toolbar: None, qless: Client) -> None:
+    response = asyncio.run(AsyncHttpClient().get("/atomic/"))
+    assert response.status_code == 200
+    committed, rolled_back = toolbar_views.ENQUEUED["atomic"]
+    put, dropped = rows(panel_html(response.content.decode()))
+    assert f"/j/{committed}/" in put and "put at" in put
+    assert f"/j/{rolled_back}/" in dropped and "not put during the request" in dropped
+    assert observers.LISTENERS == []
