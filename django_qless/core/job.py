@@ -54,6 +54,11 @@ class Job:
         """The job data as a dict; raises `JobDataError` if what is stored is not a JSON object."""
         return check.decode_object(self.raw_data)
 
+    @property
+    def attempt(self) -> int:
+        """Which attempt at the job this is, from 1 (each retry or lost lease spends one)."""
+        return max(self.retries - self.remaining + 1, 1)
+
     @functools.cached_property
     def history(self) -> tuple[HistoryEntry, ...]:
         """The job's events, oldest first (read from Redis when the reply had none)."""

@@ -35,7 +35,7 @@ from typing import Any
 import redis
 
 from .. import coroutines, signals
-from ..core import Job
+from ..core import Job, hooks
 from ..core.late_slots import slot_ref
 from ..registry import registry
 from . import current
@@ -214,24 +214,27 @@ class LoopJobs:
         # (it would raise into the loop's thread). It runs in the interrupting thread.
         interrupter.cancel_with(lambda: loop.call_soon_threadsafe(stop.cancel))
         try:
-            try:
-                interrupter.arm(limit)
-                if running.lost is not None:
-                    raise LockLost()  # lost before the arming: the job does not start
-                with coroutines.deferring():  # checks and decodes its arguments here
-                    called = target.call(job)
-                if isinstance(called, coroutines.Deferred):
-                    called = await self._awaited(called.coroutine, thread, stop,
-                                                 interrupter, job)
-            finally:
-                interrupter.disarm()
-                interrupter.cancel_with(None)
-                returned = thread.close()
-                if returned is not None:
-                    # Its last sync call may outlive a cancellation: the job is over when
-                    # that call is, as in a slot thread.
-                    await asyncio.wrap_future(returned)
-            keep(job, target.stored(called))
+            # Entered in this task, the job's own: what a hook sets in its context
+            # (contextvars) is this job's alone, whatever else runs on the loop.
+            with hooks.running(job, self.name):
+                try:
+                    interrupter.arm(limit)
+                    if running.lost is not None:
+                        raise LockLost()  # lost before the arming: the job does not start
+                    with coroutines.deferring():  # checks and decodes its arguments here
+                        called = target.call(job)
+                    if isinstance(called, coroutines.Deferred):
+                        called = await self._awaited(called.coroutine, thread, stop,
+                                                     interrupter, job)
+                finally:
+                    interrupter.disarm()
+                    interrupter.cancel_with(None)
+                    returned = thread.close()
+                    if returned is not None:
+                        # Its last sync call may outlive a cancellation: the job is over
+                        # when that call is, as in a slot thread.
+                        await asyncio.wrap_future(returned)
+                keep(job, target.stored(called))
         except (Exception, SystemExit, JobInterrupted) as exc:
             return Ending(time.monotonic() - started, exc)
         return Ending(time.monotonic() - started)

@@ -18,7 +18,7 @@ from typing import Any
 import redis
 
 from .. import signals
-from ..core import Command, Job, LockLostError, RetryJob, UnknownJobError, commands
+from ..core import Command, Job, LockLostError, RetryJob, UnknownJobError, commands, hooks
 from ..registry import registry
 from ..results import RESULT_KEY, record_error
 from . import current
@@ -132,20 +132,23 @@ class JobRunner:
         self.reporter.send(signals.job_started, job)
         started = time.monotonic()
         try:
-            try:
-                # An isolated job's child enforces the soft limit; the parent only waits,
-                # and reads its interruptions between two waits (`Isolation.call`).
-                self.interrupter.arm(None if isolated else limit, polled=isolated)
-                if running.lost is not None:
-                    # Lost (or fenced) before the arming: that interruption found nothing
-                    # to stop, so the job does not start.
-                    raise LockLost()
-                # Isolated: the child already checked the value it kept (`NOTHING`: none).
-                result = (self.isolation.call(target, job, limit, self.interrupter)
-                          if isolated else target.call(job))
-            finally:
-                self.interrupter.disarm()
-            keep(job, result if isolated else target.stored(result))
+            # An isolated job's run hooks are entered in its child, around the job itself.
+            with hooks.NO_HOOK if isolated else hooks.running(job, self.worker_name):
+                try:
+                    # An isolated job's child enforces the soft limit; the parent only
+                    # waits, and reads its interruptions between two waits
+                    # (`Isolation.call`).
+                    self.interrupter.arm(None if isolated else limit, polled=isolated)
+                    if running.lost is not None:
+                        # Lost (or fenced) before the arming: that interruption found
+                        # nothing to stop, so the job does not start.
+                        raise LockLost()
+                    # Isolated: the child already checked the value it kept (`NOTHING`).
+                    result = (self.isolation.call(target, job, limit, self.interrupter)
+                              if isolated else target.call(job))
+                finally:
+                    self.interrupter.disarm()
+                keep(job, result if isolated else target.stored(result))
         except (Exception, SystemExit, JobInterrupted) as exc:
             # sys.exit() inside a job fails that job; it does not stop the worker.
             return Ending(time.monotonic() - started, exc)
@@ -183,8 +186,7 @@ class JobRunner:
         policy = target.retry_policy
         retry = exc.retry if isinstance(exc, ChildFailure) else retried(policy, exc)
         if policy is not None and retry:
-            attempt = max(job.retries - job.remaining + 1, 1)
-            return self._retry(job, ending, policy.delay_for(attempt), group, message)
+            return self._retry(job, ending, policy.delay_for(job.attempt), group, message)
         self._run(job, commands.fail(job.jid, self.worker_name, group, message))
         job.state = "failed"
         self.reporter.send(signals.job_failed, job, duration=ending.duration, exception=exc,
