@@ -28,6 +28,7 @@ from .failures import group_for, message_for, retried, truncate
 from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout
 from .isolation import Isolation
 from .late_slots import LateSlotGate
+from .log_fields import job_fields
 from .monitor import Monitor
 from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
@@ -113,7 +114,7 @@ class JobRunner:
             return self.reporter.lost(job, running.lost)
         outcome = self._settle(target, job, ending)
         if outcome is not Outcome.SUCCEEDED:
-            self.reporter.settled(job.jid, outcome)
+            self.reporter.settled(job, outcome)
         return outcome
 
     @staticmethod
@@ -172,7 +173,7 @@ class JobRunner:
         except redis.RedisError:
             logger.exception("qless worker %s: could not report job %s (%s) to Redis; its lock "
                              "will expire and qless will hand it out again",
-                             self.worker_name, job.jid, type(exc).__name__)
+                             self.worker_name, job.jid, type(exc).__name__, extra=job_fields(job))
             return Outcome.UNREPORTED
 
     def _failed(self, target: Target, job: Job, ending: Ending,
@@ -222,7 +223,7 @@ class JobRunner:
         hand_back(job, self.worker_name, "worker shutdown", after=round(ending.duration, 3))
         logger.warning("qless worker %s: job %s did not finish within the %ss shutdown timeout;"
                        " handed back to queue %s", self.worker_name, job.jid,
-                       self.options.shutdown_timeout, job.queue_name)
+                       self.options.shutdown_timeout, job.queue_name, extra=job_fields(job))
         return Outcome.HANDED_BACK
 
     def _fail_unknown(self, job: Job, exc: UnknownJobError) -> Outcome:
@@ -243,7 +244,7 @@ class JobRunner:
             job.fail(group, message)
         except LockLostError as lost:
             logger.info("qless worker %s: unknown job %s lost its lock: %s", self.worker_name,
-                        job.jid, lost.message)
+                        job.jid, lost.message, extra=job_fields(job))
             return Outcome.LOCK_LOST
         self.reporter.send(signals.job_failed, job, duration=0.0, exception=exc, group=group)
         return Outcome.FAILED
