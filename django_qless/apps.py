@@ -20,6 +20,11 @@ class DjangoQlessConfig(AppConfig):
         # In a worker, first: a stop signal while the job modules load ends it cleanly.
         install_for_worker_command()
         from . import checks, signal_handlers  # noqa: F401, PLC0415 - imported to register
+        from .conf import get_settings  # noqa: PLC0415
+        from .core import hooks  # noqa: PLC0415
+
+        # Read at every use: `override_settings` of QLESS["HOOKS"] takes effect at once.
+        hooks.declare(lambda: get_settings().hooks)
         from .outbox import checks as outbox_checks  # noqa: F401, PLC0415 - registers it
         from .registry import autodiscover  # noqa: PLC0415 - needs the app registry ready
 

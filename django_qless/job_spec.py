@@ -5,7 +5,8 @@ becomes a call again (`execute`). `definitions.JobDefinition` adds the enqueue o
 the registry can hold these without importing the enqueue path.
 
 Job data is qless's JSON object, `{"args": [...], "kwargs": {...}}`, so other qless clients
-and UIs can read it (with `"result"` added when a job that keeps its value completes).
+and UIs can read it (with `"result"` added when a job that keeps its value completes, and
+`"meta"` when enqueue hooks add metadata).
 Arguments go through JSON in the caller: tuples arrive as lists, NaN/Infinity, sets,
 bytes and non-string keys are refused before anything is written.
 """
@@ -35,6 +36,7 @@ from typing import (
 from .conf import QlessSettings, get_settings
 from .connection import alias_for_queue
 from .core import commands, validation
+from .core.hooks import META_KEY
 from .core.submission import PutOptions, Submission
 from .coroutines import invoke
 from .exceptions import (
@@ -249,8 +251,9 @@ def decode_payload(job: JobLike) -> tuple[list[Any], dict[str, Any]]:
         data = job.data
     except JobDataError as exc:
         raise BadPayloadError(f"job {job.jid}: {exc}") from exc
-    # A kept return value is no argument (a completed job may be put again as it is).
-    extra = sorted(set(data) - {"args", "kwargs", RESULT_KEY})
+    # A kept return value is no argument (a completed job may be put again as it is), nor
+    # is the enqueue hooks' metadata.
+    extra = sorted(set(data) - {"args", "kwargs", RESULT_KEY, META_KEY})
     args = data.get("args", [])
     kwargs = data.get("kwargs", {})
     if extra:

@@ -19,8 +19,8 @@ logger = logging.getLogger("django_qless")
 
 Receiver = Callable[..., None]
 
-_JOB_FIELDS = ("jid", "queue", "klass", "worker", "connection", "duration", "group", "delay",
-               "remaining")
+_JOB_FIELDS = ("jid", "queue", "klass", "attempt", "worker", "connection", "duration", "group",
+               "delay", "remaining")
 
 
 def _logs(signal: Signal, level: int) -> Callable[[Receiver], Receiver]:

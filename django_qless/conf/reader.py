@@ -30,6 +30,7 @@ from ..redis_urls import (
     option_problem,
     redis_client_options,
 )
+from .hooks import read_hooks
 from .schema import (
     ADMIN_KEYS,
     CONNECTION_KEYS,
@@ -127,6 +128,7 @@ def parse(raw: object) -> tuple[QlessSettings | None, tuple[Problem, ...]]:
             raw, "REQUIRE_DURABLE_REDIS", "QLESS", DEFAULTS.require_durable_redis
         ),
         outbox=read_outbox(reader, raw),
+        hooks=read_hooks(reader, raw),
     )
     return (None if reader.problems else result), tuple(reader.problems)
 

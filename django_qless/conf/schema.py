@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ..core.hooks import HookSet
 from ..core.replication import ReplicaAck
 from ..redis_urls import SentinelSettings
 from .worker_table import WORKER_OPTIONS, Isolation, Strategy, worker_default
@@ -19,12 +20,13 @@ TOP_KEYS = (
     "ENQUEUE_ON_COMMIT", "MAX_PAYLOAD_BYTES", "HEARTBEAT", "WORKER", "ADMIN",
     "RECURRING", "PUT_MEMORY_LIMIT", "STORE_RESULTS", "RESULT_MAX_BYTES", "METRICS_TOKEN",
     "REQUIRE_DURABLE_REDIS", "OUTBOX", "OUTBOX_SWEEP_AGE", "OUTBOX_SWEEP_INTERVAL",
-    "OUTBOX_BATCH_SIZE",
+    "OUTBOX_BATCH_SIZE", "HOOKS",
 )
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES", "REPLICA_ACK")
 REPLICA_ACK_KEYS = ("REPLICAS", "TIMEOUT")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
 ADMIN_KEYS = ("MASKED_DATA_KEYS", "MASKED_PATTERNS")
+HOOK_KEYS = ("ENQUEUE", "RUN")
 #: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
 DEFAULT_MASKED_DATA_KEYS = (
     "password", "passwd", "secret", "token", "api_key", "apikey", "authorization",
@@ -134,6 +136,8 @@ class QlessSettings:
     #: Bearer token that lets a Prometheus scraper read the metrics view (None: staff only).
     metrics_token: str | None = None
     outbox: OutboxSettings = OutboxSettings()
+    #: `HOOKS`: the declared enqueue and run hooks, imported (`django_qless.hooks`).
+    hooks: HookSet = HookSet()
     #: Raw `RECURRING` entries (name -> dict); django_qless.recurring validates them.
     recurring: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 

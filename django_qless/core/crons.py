@@ -24,6 +24,7 @@ import redis
 
 from ..cron import CronError, CronExpression, is_number
 from . import keys
+from .metadata import with_metadata
 from .submission import PutOptions, Submission, submit
 
 if TYPE_CHECKING:
@@ -347,14 +348,19 @@ class CronStore:
             # Left behind by a writer that lost a race with a prune, it goes by itself.
             pipe.expire(record, REMEMBER)
             pipe.execute()
-        return submit(self.client, [definition.submission(jid, max(slot - now, 0))
-                                    for jid, slot in jids.items()])
+        return self._submit([definition.submission(jid, max(slot - now, 0))
+                             for jid, slot in jids.items()])
 
     def put_now(self, definition: CronDefinition, token: str) -> PutOutcome:
         """Put one job of the schedule to run now, under a jid of its own (`Run now`)."""
         jid = run_now_jid(definition.name, token)
-        [outcome] = submit(self.client, [definition.submission(jid, 0)])
+        [outcome] = self._submit([definition.submission(jid, 0)])
         return outcome
+
+    def _submit(self, submissions: Sequence[Submission]) -> list[PutOutcome]:
+        """Put slot jobs, the enqueue hooks' metadata added here, in the scheduling process."""
+        client = self.client
+        return submit(client, with_metadata(submissions, client.max_payload_bytes))
 
     def _undo_if_stale(self, used: CronDefinition, outcomes: Sequence[PutOutcome]
                        ) -> set[str]:

@@ -31,6 +31,9 @@ class Job:
         self.expires: int | float = as_number(obj.get("expires") or 0)
         self.retries: int = int(as_number(obj.get("retries", 0)))
         self.remaining: int = int(as_number(obj.get("remaining", 0)))
+        #: Which attempt at the job this is, from 1 (each retry or lost lease spends one);
+        #: kept as read, while `remaining` follows a retry sent from here.
+        self.attempt: int = max(self.retries - self.remaining + 1, 1)
         raw = obj.get("data")
         # qless stores data as a JSON string; keep it verbatim so nothing is lost in transit.
         self.raw_data: str = raw if isinstance(raw, str) else json.dumps(raw)

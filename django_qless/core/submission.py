@@ -5,9 +5,10 @@ and bulk), the outbox's puts at commit and by its sweep, and cron slots; only th
 client's own `Queue.put` and `Job.requeue` build their command directly. `put_commands` is
 the one place a submission becomes the script's `put` or `put.ifabsent` arguments, every
 option checked before anything is sent; `submit` sends them and tracks the tracked jobs
-it created. An enqueue hook that adds entries to a job's data belongs at the top of
-`put_commands`, before the first command is built: every enqueue path reaches it (an
-outbox row when it is put, at its commit or by the sweep).
+it created. The enqueue hooks' metadata is already in a submission's data when it gets
+here: it is added where the job is enqueued (`core.metadata`, called by
+`enqueue.dispatch.send` and the cron slot puts), because an outbox row is put after the
+commit or by a sweep in another process, where the enqueuing request's context is gone.
 """
 
 from __future__ import annotations

@@ -163,6 +163,11 @@ def encode_data(data: object, max_bytes: int) -> str:
         encoded = _encode(data)
     except RecursionError as exc:  # called from deep in a stack: the walk ran out first
         raise too_deep() from exc
+    return data_size_checked(encoded, max_bytes)
+
+
+def data_size_checked(encoded: str, max_bytes: int) -> str:
+    """`encoded` job data, refused when its UTF-8 form is over `max_bytes` or has none."""
     if encoded.isascii():  # the usual case: one byte per character, no surrogate
         size = len(encoded)
         if size > max_bytes:

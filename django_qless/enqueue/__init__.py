@@ -5,6 +5,6 @@ turns its calls into `core.submission.Submission`s and hands them, with what it 
 to `dispatch.send` as one `request.Enqueue`. `dispatch` alone chooses between immediate
 mode, the outbox, an on-commit put and a put now; every put is built and sent by
 `core.submission` (the outbox's puts at commit and by its sweep, and cron slots, too);
-`announce` sends `job_enqueued` once a job is in Redis. An enqueue hook belongs at the top
-of `core.submission.put_commands`, the one place every put passes before it is built.
+`announce` sends `job_enqueued` once a job is in Redis. `dispatch.send` first runs the
+enqueue hooks (`core.metadata`), so their metadata is in the data an outbox row keeps.
 """

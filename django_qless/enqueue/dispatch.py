@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 
 from ..conf import get_settings
 from ..connection import get_client
+from ..core.metadata import with_metadata
 from ..core.submission import Submission, submit
 from . import observers
 from .request import Enqueue, Inline
@@ -19,8 +21,15 @@ if TYPE_CHECKING:
 
 
 def send(request: Enqueue) -> None:
-    """Send an enqueue's submissions the way the settings and the transaction say."""
+    """Send an enqueue's submissions the way the settings and the transaction say.
+
+    The enqueue hooks run first, here in the enqueuing process: their metadata (a trace
+    context, a request id) is in the data before an outbox row or a put is written.
+    """
     settings = get_settings()
+    submissions = with_metadata(request.submissions, settings.max_payload_bytes)
+    if submissions is not request.submissions:
+        request = dataclasses.replace(request, submissions=submissions)
     run: Callable[[], None] = functools.partial(put_now, request)
     immediate = False
     if settings.immediate and request.inline is not None:

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from django.db import connections
 
 from .. import coroutines
-from ..core import Job, RetryJob
+from ..core import Job, RetryJob, hooks
 from ..results import NOTHING, exception_path
 from . import forked
 from .failures import group_for, message_for, retried
@@ -78,12 +78,13 @@ def _run(target: Target, job: Job, soft_limit: float | None) -> dict[str, Any]:
     interrupter = Interrupter(use_signals=True)
     interrupter.install()
     try:
-        try:
-            interrupter.arm(soft_limit)
-            value = target.call(job)
-        finally:
-            interrupter.disarm()
-        stored = target.stored(value)
+        with hooks.running(job, job.client.worker_name):
+            try:
+                interrupter.arm(soft_limit)
+                value = target.call(job)
+            finally:
+                interrupter.disarm()
+            stored = target.stored(value)
     except BaseException as exc:  # noqa: BLE001 - every way a job can end is reported
         return failure_report(target, job, exc)
     if stored is NOTHING:

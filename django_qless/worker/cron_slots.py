@@ -17,6 +17,7 @@ import redis
 from ..core import Client, QlessError
 from ..core.crons import CronStore
 from ..cron import CronError
+from .log_fields import jid_fields
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -46,7 +47,8 @@ class CronSlots:
             for outcome in self.store.create_due():
                 if outcome.created:
                     logger.info("qless worker %s: cron slot job %s put",
-                                self.store.client.worker_name, outcome.jid)
+                                self.store.client.worker_name, outcome.jid,
+                                extra=jid_fields(outcome.jid))
         except (redis.RedisError, QlessError, CronError, OSError) as exc:
             # The next look (here or on any other worker) puts what this one could not.
             logger.warning("qless worker %s: cron slots not put: %s",

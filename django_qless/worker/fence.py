@@ -21,6 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from .log_fields import jid_fields
+
 logger = logging.getLogger("django_qless.worker")
 
 #: The safety margin (seconds) is the larger of these: the job is stopped this long
@@ -159,4 +161,5 @@ class FenceWatch(threading.Thread):
                 try:
                     on_due(fence)
                 except Exception:
-                    logger.exception("qless worker: could not fence job %s", fence.jid)
+                    logger.exception("qless worker: could not fence job %s", fence.jid,
+                                     extra=jid_fields(fence.jid))

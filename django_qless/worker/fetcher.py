@@ -35,6 +35,7 @@ from ..core import (
 )
 from .health import LeaseGuard
 from .held import DurationAverage, Held, HeldJobs, still_ours
+from .log_fields import job_fields
 from .options import WorkerOptions
 from .order import QueueOrder
 from .report import Outcome, Reporter, hand_back
@@ -130,7 +131,7 @@ class Fetcher:
                 hand_back(job, self.name, reason)
             except (redis.RedisError, QlessError) as exc:
                 logger.warning("qless worker %s: could not give back job %s (%s); its lock "
-                               "will expire", self.name, job.jid, exc)
+                               "will expire", self.name, job.jid, exc, extra=job_fields(job))
 
     # Completing.
 
@@ -209,7 +210,8 @@ class Fetcher:
             else:
                 outcome = self._report(job, duration, value)
         except Exception:
-            logger.exception("qless worker %s: could not report job %s", self.name, job.jid)
+            logger.exception("qless worker %s: could not report job %s", self.name, job.jid,
+                             extra=job_fields(job))
             outcome = Outcome.UNREPORTED
         self.count(job, outcome, duration)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import Batch, Client, Command, Job, LockLostError, Queue, Reply, commands
+from .log_fields import job_fields
 from .monitor import RECENT_TTL
 
 logger = logging.getLogger("django_qless.worker")
@@ -53,7 +54,7 @@ def still_ours(held: Held, worker_name: str) -> bool:
         held.job.heartbeat()
     except LockLostError as exc:
         logger.info("qless worker %s: held job %s is no longer ours: %s", worker_name,
-                    held.job.jid, exc.message)
+                    held.job.jid, exc.message, extra=job_fields(held.job))
         return False
     return True
 

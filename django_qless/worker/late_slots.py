@@ -13,6 +13,7 @@ import redis
 from ..core import Job, LockLostError, QlessError
 from ..core.late_slots import SKIPPED, LateSlots, slot_ref
 from ..cron import CronError
+from .log_fields import job_fields
 from .report import Outcome
 
 logger = logging.getLogger("django_qless.worker")
@@ -34,7 +35,7 @@ class LateSlotGate:
         except (redis.RedisError, QlessError, CronError) as exc:
             # Cannot tell: run it, as every slot job ran before the policy was applied here.
             logger.warning("qless worker %s: could not check cron slot job %s (%s); running it",
-                           self.worker_name, job.jid, exc)
+                           self.worker_name, job.jid, exc, extra=job_fields(job))
             return None
         if reason is None:
             return None
@@ -43,13 +44,15 @@ class LateSlotGate:
             job.complete()
         except LockLostError as lost:
             logger.info("qless worker %s: late cron slot job %s lost its lock: %s",
-                        self.worker_name, job.jid, lost.message)
+                        self.worker_name, job.jid, lost.message, extra=job_fields(job))
             return Outcome.LOCK_LOST
         except redis.RedisError as exc:
             logger.warning("qless worker %s: could not complete late cron slot job %s (%s); "
-                           "its lock will expire", self.worker_name, job.jid, exc)
+                           "its lock will expire", self.worker_name, job.jid, exc,
+                           extra=job_fields(job))
             return Outcome.UNREPORTED
-        logger.info("qless worker %s: job %s not run: %s", self.worker_name, job.jid, reason)
+        logger.info("qless worker %s: job %s not run: %s", self.worker_name, job.jid, reason,
+                    extra=job_fields(job))
         return Outcome.SKIPPED
 
     def _judge(self, job: Job) -> LateSlots:

@@ -35,7 +35,7 @@ from typing import Any
 import redis
 
 from .. import coroutines, signals
-from ..core import Job
+from ..core import Job, hooks
 from ..core.late_slots import slot_ref
 from ..registry import registry
 from . import current
@@ -43,6 +43,7 @@ from .completions import Completions
 from .held import Held, still_ours
 from .interrupt import Interrupter, JobInterrupted, LockLost
 from .lent_thread import LentThread
+from .log_fields import job_fields
 from .loop_thread import served_by
 from .options import WorkerOptions
 from .renewals import Renewals
@@ -161,7 +162,8 @@ class LoopJobs:
         except Exception:
             # A bug must not lose the slot: the job's lock expires and qless hands it out.
             logger.exception("qless worker %s: unexpected error running job %s (%.1f s)",
-                             self.name, held.job.jid, time.monotonic() - started)
+                             self.name, held.job.jid, time.monotonic() - started,
+                             extra=job_fields(held.job))
             ended = Ended(held.job, Outcome.UNREPORTED)
         if not self._ending:
             asyncio.get_running_loop().call_soon(self._hand_over)
@@ -182,7 +184,7 @@ class LoopJobs:
         except redis.RedisError as exc:
             logger.warning("qless worker %s: could not renew job %s before its start (%s); "
                            "not started: its lock expires and qless hands it out again",
-                           self.name, job.jid, exc)
+                           self.name, job.jid, exc, extra=job_fields(job))
             return Ended(job, Outcome.UNREPORTED)
         target = self.runner.begin(job)
         if isinstance(target, Outcome):
@@ -214,24 +216,27 @@ class LoopJobs:
         # (it would raise into the loop's thread). It runs in the interrupting thread.
         interrupter.cancel_with(lambda: loop.call_soon_threadsafe(stop.cancel))
         try:
-            try:
-                interrupter.arm(limit)
-                if running.lost is not None:
-                    raise LockLost()  # lost before the arming: the job does not start
-                with coroutines.deferring():  # checks and decodes its arguments here
-                    called = target.call(job)
-                if isinstance(called, coroutines.Deferred):
-                    called = await self._awaited(called.coroutine, thread, stop,
-                                                 interrupter, job)
-            finally:
-                interrupter.disarm()
-                interrupter.cancel_with(None)
-                returned = thread.close()
-                if returned is not None:
-                    # Its last sync call may outlive a cancellation: the job is over when
-                    # that call is, as in a slot thread.
-                    await asyncio.wrap_future(returned)
-            keep(job, target.stored(called))
+            # Entered in this task, the job's own: what a hook sets in its context
+            # (contextvars) is this job's alone, whatever else runs on the loop.
+            with hooks.running(job, self.name):
+                try:
+                    interrupter.arm(limit)
+                    if running.lost is not None:
+                        raise LockLost()  # lost before the arming: the job does not start
+                    with coroutines.deferring():  # checks and decodes its arguments here
+                        called = target.call(job)
+                    if isinstance(called, coroutines.Deferred):
+                        called = await self._awaited(called.coroutine, thread, stop,
+                                                     interrupter, job)
+                finally:
+                    interrupter.disarm()
+                    interrupter.cancel_with(None)
+                    returned = thread.close()
+                    if returned is not None:
+                        # Its last sync call may outlive a cancellation: the job is over
+                        # when that call is, as in a slot thread.
+                        await asyncio.wrap_future(returned)
+                keep(job, target.stored(called))
         except (Exception, SystemExit, JobInterrupted) as exc:
             return Ending(time.monotonic() - started, exc)
         return Ending(time.monotonic() - started)
@@ -260,7 +265,7 @@ class LoopJobs:
             stop.settle()
             self.slots.swallowed_one()
             logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
-                           "returned", self.name, job.jid, pending.reason)
+                           "returned", self.name, job.jid, pending.reason, extra=job_fields(job))
         # Else interrupted as it returned: its result is discarded all the same.
         raise pending()
 
@@ -303,7 +308,7 @@ class LoopJobs:
                     self.counted(ended.job, ended.outcome, ended.duration)
                 except Exception:
                     logger.exception("qless worker %s: could not report job %s", self.name,
-                                     ended.job.jid)
+                                     ended.job.jid, extra=job_fields(ended.job))
         finally:
             # Freed together, refilled together: freed one by one, the worker would pop
             # for each, and the jobs would start and end apart, a round trip each, from

@@ -47,6 +47,7 @@ from .interrupt import (
     TimeLimitExceeded,
 )
 from .liveness import PingCheck
+from .log_fields import job_fields
 from .state import RunningJob, StopState
 
 if TYPE_CHECKING:
@@ -322,7 +323,7 @@ class Monitor(threading.Thread):
             "(the lock expires in %.1f s; margin %.1f s); it is stopped and will be neither "
             "completed nor failed by this worker: qless hands it out again once the lock "
             "expires", self.client.worker_name, fence.jid, unrenewed,
-            fence.expires_at - time.monotonic(), fence.margin)
+            fence.expires_at - time.monotonic(), fence.margin, extra=job_fields(running.job))
         self._interrupt(running, LeaseExpired)
 
     def _tick(self) -> None:
@@ -347,7 +348,7 @@ class Monitor(threading.Thread):
             self._announced = True
             logger.info("qless worker %s: stopping (%s); waiting up to %ss for job %s",
                         self.client.worker_name, self.stop.reason, self.shutdown_timeout,
-                        running.job.jid)
+                        running.job.jid, extra=job_fields(running.job))
         now = time.monotonic()
         if running.deadline is not None and now >= running.deadline:
             # With a timer the job thread raises by itself; either way, stop renewing.

@@ -38,6 +38,7 @@ from .completions import Completions
 from .fetcher import names
 from .held import DurationAverage, Held
 from .interrupt import Interrupter
+from .log_fields import job_fields
 from .loop import Worker
 from .loop_jobs import LoopJobs
 from .monitor import HOLD_LIMIT, TICK
@@ -139,12 +140,14 @@ class PoolWorker(Worker):
             logger.error("qless worker %s: job %s did not stop within %ss of its "
                          "interruption (blocked in a call its thread cannot leave); handed "
                          "back to queue %s, it ends with this process", self.name,
-                         running.job.jid, STUCK_GRACE, running.job.queue_name)
+                         running.job.jid, STUCK_GRACE, running.job.queue_name,
+                         extra=job_fields(running.job))
             try:
                 hand_back(running.job, self.name, "worker shutdown", stuck=True)
             except (redis.RedisError, QlessError) as exc:
                 logger.warning("qless worker %s: could not give back job %s (%s); its lock "
-                               "will expire", self.name, running.job.jid, exc)
+                               "will expire", self.name, running.job.jid, exc,
+                               extra=job_fields(running.job))
 
     def run_once(self) -> bool:
         """Start held jobs and pop more for the free slots (and ahead of them while jobs are
@@ -203,7 +206,7 @@ class PoolWorker(Worker):
                 hand_back(job, self.name, reason)
             except (redis.RedisError, QlessError) as exc:
                 logger.warning("qless worker %s: could not give back job %s (%s); its lock "
-                               "will expire", self.name, job.jid, exc)
+                               "will expire", self.name, job.jid, exc, extra=job_fields(job))
 
     def _held_too_long(self) -> bool:
         """True once the oldest held job has waited `HOLD_LIMIT` for a slot."""

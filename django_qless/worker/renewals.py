@@ -30,6 +30,7 @@ from .interrupt import (
     ShutdownTimeout,
     TimeLimitExceeded,
 )
+from .log_fields import job_fields
 from .monitor import RECENT_TTL, TICK, Monitor
 from .round_trip import run_all
 from .state import RunningJob
@@ -81,7 +82,7 @@ class Renewals(Monitor):
         if not self._earlier_run_ended(job.jid, lease / 2 if runner is None else 0.0):
             logger.warning("qless worker %s: job %s popped again while its earlier run here "
                            "has not stopped yet; not run (its lock expires and qless hands "
-                           "it out again)", self.client.worker_name, job.jid)
+                           "it out again)", self.client.worker_name, job.jid, extra=job_fields(job))
             running = self.watching(job, lease, interval, time_limit)
             running.lost = "its earlier run here has not stopped"
             with self._lock:
@@ -211,7 +212,7 @@ class Renewals(Monitor):
                     self._lose(running, f"heartbeat refused: {reply.message}")
             elif isinstance(reply, Exception):
                 logger.warning("qless worker %s: heartbeat of job %s failed: %s", name,
-                               running.job.jid, reply)
+                               running.job.jid, reply, extra=job_fields(running.job))
             else:
                 running.job.expires = int(reply)
                 if running.fence is not None:

@@ -18,6 +18,7 @@ from django.dispatch import Signal
 from .. import signals
 from ..core import Job, LockLostError
 from ..registry import registry
+from .log_fields import job_fields
 
 logger = logging.getLogger("django_qless.worker")
 
@@ -60,42 +61,42 @@ class Reporter:
         while len(self._expected) > self.capacity:  # a job lost to a bug in the worker's code
             self._expected.popitem(last=False)
 
-    def settled(self, jid: str, outcome: Outcome) -> Outcome:
+    def settled(self, job: Job, outcome: Outcome) -> Outcome:
         """The job ended as `outcome`: tell whoever expected it; returns the outcome."""
-        on_end = self._expected.pop(jid, None)
+        on_end = self._expected.pop(job.jid, None)
         if on_end is not None:
             try:
                 on_end(outcome)
             except Exception:
                 logger.exception("qless worker %s: could not report the end of job %s",
-                                 self.worker_name, jid)
+                                 self.worker_name, job.jid, extra=job_fields(job))
         return outcome
 
     def send(self, signal: Signal, job: Job, **extra: Any) -> None:
         """Send a job signal, with the job's definition as sender (None when not registered)."""
         signals.send(signal, registry.lookup(job.klass), jid=job.jid, queue=job.queue_name,
-                     klass=job.klass, worker=self.worker_name, **extra)
+                     klass=job.klass, attempt=job.attempt, worker=self.worker_name, **extra)
 
     def completed(self, job: Job, duration: float, error: BaseException | None) -> Outcome:
         """How qless answered the completion of a job that succeeded (None: accepted)."""
         if error is None:
             self.send(signals.job_completed, job, duration=duration)
-            return self.settled(job.jid, Outcome.COMPLETED)
+            return self.settled(job, Outcome.COMPLETED)
         if isinstance(error, LockLostError):
             return self.lost(job, error.message)
         if isinstance(error, redis.RedisError):
             logger.error("qless worker %s: could not report job %s (done) to Redis (%s); its "
                          "lock will expire and qless will hand it out again",
-                         self.worker_name, job.jid, error)
-            return self.settled(job.jid, Outcome.UNREPORTED)
+                         self.worker_name, job.jid, error, extra=job_fields(job))
+            return self.settled(job, Outcome.UNREPORTED)
         raise error
 
     def lost(self, job: Job, reason: str) -> Outcome:
         """The lock went elsewhere: write nothing (another worker may be running the job)."""
         logger.info("qless worker %s: job %s stopped, its result discarded: %s",
-                    self.worker_name, job.jid, reason)
+                    self.worker_name, job.jid, reason, extra=job_fields(job))
         self.send(signals.job_lock_lost, job, reason=reason)
-        return self.settled(job.jid, Outcome.LOCK_LOST)
+        return self.settled(job, Outcome.LOCK_LOST)
 
 
 def hand_back(job: Job, worker_name: str, reason: str, **details: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import redis
 
 from .. import signals
-from ..core import Command, Job, LockLostError, RetryJob, UnknownJobError, commands
+from ..core import Command, Job, LockLostError, RetryJob, UnknownJobError, commands, hooks
 from ..registry import registry
 from ..results import RESULT_KEY, record_error
 from . import current
@@ -28,6 +28,7 @@ from .failures import group_for, message_for, retried, truncate
 from .interrupt import Interrupter, JobInterrupted, LockLost, ShutdownTimeout
 from .isolation import Isolation
 from .late_slots import LateSlotGate
+from .log_fields import job_fields
 from .monitor import Monitor
 from .options import WorkerOptions
 from .report import Outcome, Reporter, hand_back
@@ -113,7 +114,7 @@ class JobRunner:
             return self.reporter.lost(job, running.lost)
         outcome = self._settle(target, job, ending)
         if outcome is not Outcome.SUCCEEDED:
-            self.reporter.settled(job.jid, outcome)
+            self.reporter.settled(job, outcome)
         return outcome
 
     @staticmethod
@@ -132,20 +133,23 @@ class JobRunner:
         self.reporter.send(signals.job_started, job)
         started = time.monotonic()
         try:
-            try:
-                # An isolated job's child enforces the soft limit; the parent only waits,
-                # and reads its interruptions between two waits (`Isolation.call`).
-                self.interrupter.arm(None if isolated else limit, polled=isolated)
-                if running.lost is not None:
-                    # Lost (or fenced) before the arming: that interruption found nothing
-                    # to stop, so the job does not start.
-                    raise LockLost()
-                # Isolated: the child already checked the value it kept (`NOTHING`: none).
-                result = (self.isolation.call(target, job, limit, self.interrupter)
-                          if isolated else target.call(job))
-            finally:
-                self.interrupter.disarm()
-            keep(job, result if isolated else target.stored(result))
+            # An isolated job's run hooks are entered in its child, around the job itself.
+            with hooks.NO_HOOK if isolated else hooks.running(job, self.worker_name):
+                try:
+                    # An isolated job's child enforces the soft limit; the parent only
+                    # waits, and reads its interruptions between two waits
+                    # (`Isolation.call`).
+                    self.interrupter.arm(None if isolated else limit, polled=isolated)
+                    if running.lost is not None:
+                        # Lost (or fenced) before the arming: that interruption found
+                        # nothing to stop, so the job does not start.
+                        raise LockLost()
+                    # Isolated: the child already checked the value it kept (`NOTHING`).
+                    result = (self.isolation.call(target, job, limit, self.interrupter)
+                              if isolated else target.call(job))
+                finally:
+                    self.interrupter.disarm()
+                keep(job, result if isolated else target.stored(result))
         except (Exception, SystemExit, JobInterrupted) as exc:
             # sys.exit() inside a job fails that job; it does not stop the worker.
             return Ending(time.monotonic() - started, exc)
@@ -169,7 +173,7 @@ class JobRunner:
         except redis.RedisError:
             logger.exception("qless worker %s: could not report job %s (%s) to Redis; its lock "
                              "will expire and qless will hand it out again",
-                             self.worker_name, job.jid, type(exc).__name__)
+                             self.worker_name, job.jid, type(exc).__name__, extra=job_fields(job))
             return Outcome.UNREPORTED
 
     def _failed(self, target: Target, job: Job, ending: Ending,
@@ -183,8 +187,7 @@ class JobRunner:
         policy = target.retry_policy
         retry = exc.retry if isinstance(exc, ChildFailure) else retried(policy, exc)
         if policy is not None and retry:
-            attempt = max(job.retries - job.remaining + 1, 1)
-            return self._retry(job, ending, policy.delay_for(attempt), group, message)
+            return self._retry(job, ending, policy.delay_for(job.attempt), group, message)
         self._run(job, commands.fail(job.jid, self.worker_name, group, message))
         job.state = "failed"
         self.reporter.send(signals.job_failed, job, duration=ending.duration, exception=exc,
@@ -220,7 +223,7 @@ class JobRunner:
         hand_back(job, self.worker_name, "worker shutdown", after=round(ending.duration, 3))
         logger.warning("qless worker %s: job %s did not finish within the %ss shutdown timeout;"
                        " handed back to queue %s", self.worker_name, job.jid,
-                       self.options.shutdown_timeout, job.queue_name)
+                       self.options.shutdown_timeout, job.queue_name, extra=job_fields(job))
         return Outcome.HANDED_BACK
 
     def _fail_unknown(self, job: Job, exc: UnknownJobError) -> Outcome:
@@ -241,7 +244,7 @@ class JobRunner:
             job.fail(group, message)
         except LockLostError as lost:
             logger.info("qless worker %s: unknown job %s lost its lock: %s", self.worker_name,
-                        job.jid, lost.message)
+                        job.jid, lost.message, extra=job_fields(job))
             return Outcome.LOCK_LOST
         self.reporter.send(signals.job_failed, job, duration=0.0, exception=exc, group=group)
         return Outcome.FAILED

@@ -29,6 +29,7 @@ from ..core import Job
 from .held import Held, still_ours
 from .interrupt import Interrupter
 from .lent_thread import Loan
+from .log_fields import job_fields
 from .loop_thread import LoopThread, SlotCoroutines
 from .renewals import Renewals
 from .report import Outcome
@@ -153,7 +154,7 @@ class Slots:
         except Exception:
             # A bug must not lose the slot: the job's lock expires and qless hands it out.
             logger.exception("qless worker %s: unexpected error running job %s (%.1f s)",
-                             self.name, job.jid, time.monotonic() - started)
+                             self.name, job.jid, time.monotonic() - started, extra=job_fields(job))
         finally:
             self.release()
 
@@ -167,11 +168,12 @@ class Slots:
         except redis.RedisError as exc:
             logger.warning("qless worker %s: could not renew job %s before its start (%s); "
                            "not started: its lock expires and qless hands it out again",
-                           self.name, job.jid, exc)
+                           self.name, job.jid, exc, extra=job_fields(job))
             return Outcome.UNREPORTED
         outcome = runner.run(job, max(float(job.expires) - job.client.now(), 1.0))
         if interrupter.pending is not None and outcome is Outcome.SUCCEEDED:
             self.swallowed_one()
             logger.warning("qless worker %s: job %s swallowed its interruption (%s) and "
-                           "returned", self.name, job.jid, interrupter.pending.reason)
+                           "returned", self.name, job.jid, interrupter.pending.reason,
+                           extra=job_fields(job))
         return outcome

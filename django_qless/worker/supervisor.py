@@ -34,6 +34,7 @@ from django.db import connections
 
 from . import current
 from .crashes import enable_faulthandler
+from .log_fields import jid_fields
 from .shutdown import FORCED_EXIT, GRACEFUL, STOP_SIGNALS, SUPERVISOR_STOP
 
 logger = logging.getLogger("django_qless.worker")
@@ -190,7 +191,7 @@ class Supervisor:
             logger.info("qless supervisor: worker process %s exited with 0", pid)
         else:
             logger.error("qless supervisor: worker process %s %s while running job %s", pid,
-                         exit_description(code), jid or "(none)")
+                         exit_description(code), jid or "(none)", extra=jid_fields(jid))
         if code == STARTUP_FAILED:
             logger.error("qless supervisor: worker process failed at start-up; stopping")
             self.stopping = True

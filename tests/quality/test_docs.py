@@ -37,6 +37,7 @@ REQUIRED = {
     "security and platforms": "security.md",
     "coming from Celery, RQ or huey": "migrating.md",
     "versioning and deprecation": "versioning.md",
+    "hooks (enqueue metadata, run wrappers)": "hooks.md",
 }
 #: Prose words (outside code blocks) a page needs to count as more than a stub.
 MIN_WORDS = 300
@@ -69,6 +70,7 @@ MUST_MENTION = {
 REFERENCE = {
     "django_qless.html": ("django_qless", ["django_qless"]),
     "tasks.html": ("django_qless.tasks", ["django_qless.tasks"]),
+    "hooks.html": ("django_qless.hooks", ["django_qless.hooks", "django_qless.core.hooks"]),
     "exceptions.html": ("django_qless.exceptions",
                         ["django_qless.exceptions", "django_qless.core.exceptions"]),
 }
@@ -161,7 +163,8 @@ def test_every_setting_key_is_documented() -> None:
     from django_qless import conf
 
     text = page("configuration.md")
-    keys = {*conf.TOP_KEYS, *conf.WORKER_KEYS, *conf.CONNECTION_KEYS, *conf.ADMIN_KEYS}
+    keys = {*conf.TOP_KEYS, *conf.WORKER_KEYS, *conf.CONNECTION_KEYS, *conf.ADMIN_KEYS,
+            *conf.HOOK_KEYS}
     missing = sorted(key for key in keys if f"`{key}`" not in text)
     assert not missing, f"configuration.md does not document {missing}"
     for name in conf.DEFAULT_MASKED_DATA_KEYS:
@@ -218,7 +221,7 @@ def test_every_signal_and_its_arguments_are_documented() -> None:
         assert f"`{name}`" in text, name
     for argument in ("jid", "queue", "klass", "connection", "priority", "tags", "delay",
                      "immediate", "worker", "duration", "exception", "group", "reason",
-                     "queues"):
+                     "queues", "attempt"):
         assert f"`{argument}`" in text, argument
 
 

@@ -78,3 +78,51 @@ def test_jobs_md_enqueue_examples_run_against_its_send_welcome(
         assert job is not None and job.klass == send_welcome.name == sent["klass"]
         # The worker would call send_welcome(*args, **kwargs): it must bind.
         signature.bind(*job.data["args"], **job.data["kwargs"])
+
+
+def test_the_hooks_page_example_carries_a_request_id_into_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django_qless.conf import parse  # noqa: PLC0415
+    from django_qless.core.hooks import PendingJob  # noqa: PLC0415
+
+    module = ModuleType("myapp.hooks")
+    run_block("hooks.md", "# myapp/hooks.py", module.__dict__)
+    monkeypatch.setitem(__import__("sys").modules, "myapp.hooks", module)
+    scope: dict[str, Any] = {}
+    run_block("hooks.md", '"HOOKS": {', scope)
+    settings, problems = parse(scope["QLESS"])
+    assert problems == () and settings is not None
+    assert settings.hooks.enqueue == (module.add_request_id,)
+    assert settings.hooks.run == (module.with_request_id,)
+    job = PendingJob("a" * 32, "k", "q", "{}")
+    assert module.add_request_id(job) is None
+    token = module.REQUEST_ID.set("r-42")
+    try:
+        assert module.add_request_id(job) == {"request_id": "r-42"}
+    finally:
+        module.REQUEST_ID.reset(token)
+    with module.with_request_id(SimpleNamespace(metadata={"request_id": "r-9"})):
+        assert module.REQUEST_ID.get() == "r-9"
+    assert module.REQUEST_ID.get() is None
+
+
+def test_the_json_formatter_emits_the_job_fields() -> None:
+    import json  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+
+    module = ModuleType("myproject.logjson")
+    run_block("signals.md", "# myproject/logjson.py", module.__dict__)
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        import sys  # noqa: PLC0415
+
+        exc_info = sys.exc_info()
+    record = logging.LogRecord("django_qless", logging.ERROR, __file__, 1, "job %s failed",
+                               ("j1",), exc_info)
+    record.__dict__.update(jid="j1", klass="k", queue="q", attempt=2)
+    entry = json.loads(module.JsonFormatter().format(record))
+    assert entry["message"] == "job j1 failed" and entry["level"] == "ERROR"
+    assert (entry["jid"], entry["klass"], entry["queue"], entry["attempt"]) == ("j1", "k", "q", 2)
+    assert "ValueError: boom" in entry["exception"] and "worker" not in entry
