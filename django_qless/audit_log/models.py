@@ -1,4 +1,4 @@
-"""`AuditEntry`: who changed what (job, queue, worker, ...) from the admin, when, from what to what."""
+"""`AuditEntry`: who changed which job, queue or worker from the admin, when, and how."""
 
 from __future__ import annotations
 
