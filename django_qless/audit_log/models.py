@@ -53,14 +53,14 @@ class AuditEntry(models.Model):
         ordering = ("-time", "-id")
         verbose_name = "audit entry"
         verbose_name_plural = "audit log"
-        # Each filter with the newest-first order: a page is read from one index, whatever
-        # the number of rows.
+        # The page always filters on the connection, and on at most one more column with
+        # the newest-first order: a page is read from one index, whatever the number of rows.
         indexes = (
-            models.Index(fields=["time", "id"], name="qless_audit_time"),
-            models.Index(fields=["actor", "time"], name="qless_audit_actor"),
-            models.Index(fields=["action", "time"], name="qless_audit_action"),
-            models.Index(fields=["kind", "time"], name="qless_audit_kind"),
-            models.Index(fields=["target", "time"], name="qless_audit_target"),
+            models.Index(fields=["connection", "time", "id"], name="qless_audit_time"),
+            models.Index(fields=["connection", "actor", "time"], name="qless_audit_actor"),
+            models.Index(fields=["connection", "action", "time"], name="qless_audit_action"),
+            models.Index(fields=["connection", "kind", "time"], name="qless_audit_kind"),
+            models.Index(fields=["connection", "target", "time"], name="qless_audit_target"),
         )
 
     def __str__(self) -> str:

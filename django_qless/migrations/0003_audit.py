@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                 'db_table': 'django_qless_audit',
                 'ordering': ('-time', '-id'),
                 'default_permissions': (),
-                'indexes': [models.Index(fields=['time', 'id'], name='qless_audit_time'), models.Index(fields=['actor', 'time'], name='qless_audit_actor'), models.Index(fields=['action', 'time'], name='qless_audit_action'), models.Index(fields=['kind', 'time'], name='qless_audit_kind'), models.Index(fields=['target', 'time'], name='qless_audit_target')],
+                'indexes': [models.Index(fields=['connection', 'time', 'id'], name='qless_audit_time'), models.Index(fields=['connection', 'actor', 'time'], name='qless_audit_actor'), models.Index(fields=['connection', 'action', 'time'], name='qless_audit_action'), models.Index(fields=['connection', 'kind', 'time'], name='qless_audit_kind'), models.Index(fields=['connection', 'target', 'time'], name='qless_audit_target')],
             },
         ),
     ]
