@@ -18,9 +18,8 @@ from django.urls.converters import PathConverter
 from .. import models
 from . import permissions
 from .job_actions import JOB_ACTIONS, JobAction
-from .views import (
-    actions, audit, config, cron, failures, jobs, overview, queues, recurring, workers,
-)
+from .views import actions, config, cron, failures, jobs, overview, queues, recurring, workers
+from .views.audit import audit_page
 
 
 class NameConverter(PathConverter):
@@ -119,7 +118,7 @@ ROUTES: tuple[Route, ...] = (
     page(models.Config, "", config.config_page, "config"),
     action(models.Config, "set/", config.set_value, "config_set", permissions.CONFIG),
     action(models.Config, "unset/", config.unset_value, "config_unset", permissions.CONFIG),
-    page(models.AuditEntry, "", audit.audit_page, "audit", permissions.VIEW_AUDIT),
+    page(models.AuditEntry, "", audit_page, "audit", permissions.VIEW_AUDIT),
 )
 
 
