@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import models
 
 # Imported so Django registers the models with the app (it looks for models here).
-from .audit_log.models import AuditEntry  # noqa: F401
+from .audit_log.models import AuditEntry as AuditEntry  # noqa: F401 - the audit section
 from .outbox.models import OutboxEntry  # noqa: F401
 
 #: (codename, name) of every permission the admin pages check.
