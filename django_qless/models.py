@@ -3,14 +3,16 @@
 Every page of the admin is served by the ModelAdmin of one of these models; the data
 itself lives in Redis. `managed = False` keeps the migration from creating tables, and
 the permissions are declared on `Overview` (the app's permission set is app-wide).
-The one real table is the outbox of on-commit puts (`outbox.models.OutboxEntry`).
+The real tables are the outbox of on-commit puts (`outbox.models.OutboxEntry`) and the
+audit log of the admin's actions (`audit_log.models.AuditEntry`).
 """
 
 from __future__ import annotations
 
 from django.db import models
 
-# Imported so Django registers the model with the app (it looks for models here).
+# Imported so Django registers the models with the app (it looks for models here).
+from .audit_log.models import AuditEntry as AuditEntry  # noqa: F401 - the audit section
 from .outbox.models import OutboxEntry  # noqa: F401
 
 #: (codename, name) of every permission the admin pages check.
@@ -23,6 +25,7 @@ PERMISSIONS = [
     ("manage_queues", "Can pause queues, change queue settings and forget workers"),
     ("manage_recurring", "Can edit and delete recurring jobs"),
     ("manage_config", "Can change the qless config"),
+    ("view_audit", "Can view the qless audit log"),
 ]
 
 

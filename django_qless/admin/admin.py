@@ -25,14 +25,16 @@ class QlessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     routes: ClassVar[Sequence[Route]] = ()
     #: The route whose page the changelist shows (on the default connection).
     index_name: ClassVar[str] = ""
+    #: The permission of that page: the section shows to users who hold it.
+    perm: ClassVar[str] = permissions.VIEW
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         """The Qless section shows for users who may view the pages."""
-        return permissions.allowed(request, permissions.VIEW)
+        return permissions.allowed(request, self.perm)
 
     def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        """Viewing needs the `view_qless` permission."""
-        return permissions.allowed(request, permissions.VIEW)
+        """Viewing needs the `view_qless` permission (and the section page's own)."""
+        return permissions.allowed(request, self.perm)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         """Nothing to add: jobs are not created from the admin."""
@@ -87,7 +89,9 @@ def error_page(ctx: PageContext, message: str, status: int) -> HttpResponse:
 
 def register(section: type[Model], index: str) -> None:
     """Register a QlessAdmin subclass serving a section's routes of the table."""
-    attrs = {"routes": section_routes(section), "index_name": index, "__module__": __name__}
+    routes = section_routes(section)
+    perm = next(route.perm for route in routes if route.name == index)
+    attrs = {"routes": routes, "index_name": index, "perm": perm, "__module__": __name__}
     admin_class = type(f"{section.__name__}Admin", (QlessAdmin,), attrs)
     admin.site.register(section, admin_class)
 

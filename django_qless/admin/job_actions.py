@@ -77,7 +77,7 @@ class JobAction:
     form: type[forms.Form]
     selection: Selection
     operation: Callable[..., Any]
-    #: Admin-log text of one change: (job, or jid, or bulk outcome; form data) -> text.
+    #: Audit text of one change: (job, or jid, or bulk outcome; form data) -> text.
     audit: Callable[[Any, Data], str]
     #: Success message: (how many were done, form data) -> text, or None.
     feedback: Callable[[int, Data], str | None]
@@ -97,6 +97,13 @@ class JobAction:
     on_job_page: Callable[[Job], bool] | None = None
     #: Text of its button in the bar above job lists (None: not there).
     list_label: str | None = None
+    #: The job fields (`audit.JOB_FIELDS`) its audit entries show before and after.
+    fields: tuple[str, ...] = ()
+
+    @property
+    def audit_action(self) -> str:
+        """Its key in `audit.ACTIONS`."""
+        return self.name.removeprefix("job_")
 
 
 def counted(verb: str) -> Callable[[int, Data], str | None]:
@@ -138,6 +145,7 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
         states=States(only=frozenset({"failed"})), refusal="is {state}, not failed",
         audit=lambda job, _: f"Retried job {job.jid} in queue {job.queue_name}",
         feedback=counted("Retried"), primary=True, on_job_page=always,
+        fields=("state", "queue", "retries left"),
     ),
     JobAction(
         name="job_timeout", path="timeout/", label="Time out", list_label="Time out",
@@ -145,7 +153,7 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
         operation=lambda job, _: job.timeout(),
         states=States(only=frozenset({"running"})), refusal="is {state}, not running",
         audit=lambda job, _: f"Timed out job {job.jid} held by worker {job.worker}",
-        feedback=counted("Timed out"), on_job_page=always,
+        feedback=counted("Timed out"), on_job_page=always, fields=("state", "worker"),
     ),
     JobAction(
         name="job_cancel", path="cancel/", label="Cancel…", list_label="Cancel…",
@@ -158,6 +166,7 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
             f"{job.queue_name or '-'})"
         ),
         feedback=counted("Cancelled"), deletion=True, on_job_page=always,
+        fields=("state", "queue"),
         confirm=Confirmation(
             "Cancel jobs", lambda _, data: f"Cancel {plural(len(data['jids']), 'job')}?",
             also=lambda client, data: waiting_on(client, data["jids"]),
@@ -169,6 +178,7 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
         operation=lambda job, _: job.track(),
         audit=lambda job, _: f"Tracked job {job.jid}",
         feedback=counted("Tracked"), on_job_page=lambda job: not job.tracked,
+        fields=("tracked",),
     ),
     JobAction(
         name="job_untrack", path="untrack/", label="Untrack", list_label="Untrack",
@@ -185,6 +195,7 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
             f"Moved job {job.jid} from queue {job.queue_name or '-'} to queue {data['queue']}"
         ),
         feedback=counted("Moved"), field="queue", on_job_page=always,
+        fields=("queue", "state"),
     ),
     JobAction(
         name="job_priority", path="priority/", label="Set", list_label="Set priority",
@@ -194,20 +205,21 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
             f"Set priority of job {job.jid} from {job.priority:g} to {data['priority']:g}"
         ),
         feedback=counted("Changed the priority of"), field="priority", on_job_page=always,
+        fields=("priority",),
     ),
     JobAction(
         name="job_tag", path="tag/", label="Add", list_label="Add tags",
         perm=permissions.EDIT, form=TagsForm, selection=Selection.EACH_JOB,
         operation=lambda job, data: job.tag(*data["tags"]),
         audit=lambda job, data: f"Tagged job {job.jid} with {', '.join(data['tags'])}",
-        feedback=counted("Tagged"), field="tags", on_job_page=always,
+        feedback=counted("Tagged"), field="tags", on_job_page=always, fields=("tags",),
     ),
     JobAction(
         name="job_untag", path="untag/", label="Remove tag", list_label="Remove tags",
         perm=permissions.EDIT, form=TagsForm, selection=Selection.EACH_JOB,
         operation=lambda job, data: job.untag(*data["tags"]),
         audit=lambda job, data: f"Removed tags {', '.join(data['tags'])} from job {job.jid}",
-        feedback=counted("Untagged"), field="tags",
+        feedback=counted("Untagged"), field="tags", fields=("tags",),
     ),
     JobAction(
         name="job_undepend", path="undepend/", label="Remove this dependency",
@@ -217,6 +229,7 @@ JOB_ACTIONS: tuple[JobAction, ...] = (
         feedback=lambda done, data: (
             f"Job {data['jid']} no longer waits for {data['dependency']}." if done else None
         ),
+        fields=("dependencies", "state"),
     ),
     JobAction(
         name="tag_retry", path="tag-retry/", label="Retry every failed job with this tag",

@@ -22,16 +22,17 @@ from .visible import visible
 if TYPE_CHECKING:
     from .admin import QlessAdmin
 
-#: The admin's own navigation bar: (label, url name of the section's page).
+#: The admin's own navigation bar: (label, url name of the section's page, permission).
 NAVIGATION = (
-    ("Overview", "overview"),
-    ("Queues", "queues"),
-    ("Workers", "workers"),
-    ("Tracked", "tracked"),
-    ("Failed", "failures"),
-    ("Completed", "completed"),
-    ("Recurring", "recurring_list"),
-    ("Config", "config"),
+    ("Overview", "overview", permissions.VIEW),
+    ("Queues", "queues", permissions.VIEW),
+    ("Workers", "workers", permissions.VIEW),
+    ("Tracked", "tracked", permissions.VIEW),
+    ("Failed", "failures", permissions.VIEW),
+    ("Completed", "completed", permissions.VIEW),
+    ("Recurring", "recurring_list", permissions.VIEW),
+    ("Config", "config", permissions.VIEW),
+    ("Audit", "audit", permissions.VIEW_AUDIT),
 )
 
 Crumbs = Sequence[tuple[str, str | None]]
@@ -104,8 +105,11 @@ class PageContext:
         return response
 
     def nav(self, section: str) -> list[tuple[str, str, bool]]:
-        """The navigation bar: (label, url, current)."""
-        return [(label, self.url(name), name == section) for label, name in NAVIGATION]
+        """The navigation bar: (label, url, current), the pages the user may see."""
+        return [
+            (label, self.url(name), name == section)
+            for label, name, perm in NAVIGATION if perm == permissions.VIEW or self.can(perm)
+        ]
 
     def crumbs(self, crumbs: Crumbs) -> list[tuple[str, str | None]]:
         """Home > Qless > (connection, when there are several) > the page's own crumbs."""

@@ -18,6 +18,7 @@ EDIT = "django_qless.edit_jobs"
 QUEUES = "django_qless.manage_queues"
 RECURRING = "django_qless.manage_recurring"
 CONFIG = "django_qless.manage_config"
+VIEW_AUDIT = "django_qless.view_audit"
 
 PAGE_METHODS = ("GET", "HEAD")
 ACTION_METHODS = ("POST",)

@@ -19,6 +19,7 @@ from .. import models
 from . import permissions
 from .job_actions import JOB_ACTIONS, JobAction
 from .views import actions, config, cron, failures, jobs, overview, queues, recurring, workers
+from .views.audit import audit_page
 
 
 class NameConverter(PathConverter):
@@ -53,9 +54,11 @@ class Route:
     action: bool = False
 
 
-def page(section: type[Model], path: str, view: View, name: str) -> Route:
-    """A page: GET/HEAD, view permission."""
-    return Route(section, ALIAS_PREFIX + path, view, name)
+def page(
+    section: type[Model], path: str, view: View, name: str, perm: str = permissions.VIEW
+) -> Route:
+    """A page: GET/HEAD, the view permission (and `perm`, if another)."""
+    return Route(section, ALIAS_PREFIX + path, view, name, perm)
 
 
 def action(section: type[Model], path: str, view: View, name: str, perm: str) -> Route:
@@ -78,6 +81,7 @@ INDEX_ROUTES: dict[type[Model], str] = {
     models.Worker: "workers",
     models.RecurringJob: "recurring_list",
     models.Config: "config",
+    models.AuditEntry: "audit",
 }
 
 ROUTES: tuple[Route, ...] = (
@@ -114,6 +118,7 @@ ROUTES: tuple[Route, ...] = (
     page(models.Config, "", config.config_page, "config"),
     action(models.Config, "set/", config.set_value, "config_set", permissions.CONFIG),
     action(models.Config, "unset/", config.unset_value, "config_unset", permissions.CONFIG),
+    page(models.AuditEntry, "", audit_page, "audit", permissions.VIEW_AUDIT),
 )
 
 

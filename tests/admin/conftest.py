@@ -18,7 +18,7 @@ from tests.redis_harness import RedisServer
 
 ALL_PERMS = (
     "view_qless", "view_job_data", "retry_jobs", "cancel_jobs", "edit_jobs",
-    "manage_queues", "manage_recurring", "manage_config",
+    "manage_queues", "manage_recurring", "manage_config", "view_audit",
 )
 KLASS = "tests.testapp.qless_jobs.add"
 

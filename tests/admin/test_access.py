@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from django_qless.audit_log.models import AuditEntry
 from django_qless.core import Client
 from tests.admin.conftest import ALL_PERMS, World, logged_in, plant
 from tests.recurring.cron_helpers import define
@@ -27,7 +28,10 @@ PAGES = {
     "worker_changelist", "workers", "worker",
     "recurringjob_changelist", "recurring_list", "recurring",
     "config_changelist", "config",
+    "auditentry_changelist", "audit",
 }
+#: Pages that need a permission besides view_qless.
+PAGE_PERMS = {"auditentry_changelist": "view_audit", "audit": "view_audit"}
 ACTIONS = {
     "queue_pause": "manage_queues", "queue_unpause": "manage_queues",
     "queue_settings": "manage_queues", "worker_forget": "manage_queues",
@@ -83,7 +87,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 46
+    assert len(found) == len(PAGES) + len(ACTIONS) == 48
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:
@@ -108,7 +112,8 @@ def expected(user: str, name: str, method: str) -> set[int]:
     is_action = name in ACTIONS
     if method not in (("post",) if is_action else ("get", "head")):
         return {405}
-    if user == "staff without permissions" or (user == "staff, view only" and is_action):
+    own_perm = is_action or name in PAGE_PERMS
+    if user == "staff without permissions" or (user == "staff, view only" and own_perm):
         return {403}
     # An empty action form is refused: a redirect with a message, or the form re-shown.
     return {200, 302} if is_action else {200}
@@ -146,6 +151,13 @@ def test_app_index_lists_the_pages(world: World, viewer: HttpClient) -> None:
     page = viewer.get("/admin/django_qless/").content.decode()
     for model in ("overview", "queue", "job", "failure", "worker", "recurringjob", "config"):
         assert f"/admin/django_qless/{model}/" in page
+    # The audit log needs its own permission.
+    assert "/admin/django_qless/auditentry/" not in page
+
+
+def test_app_index_lists_the_audit_log_to_its_viewers(world: World, operator: HttpClient) -> None:
+    page = operator.get("/admin/django_qless/").content.decode()
+    assert "/admin/django_qless/auditentry/" in page and "Audit log" in page
 
 
 def action_bodies(world: World) -> dict[str, dict[str, Any]]:
@@ -206,16 +218,17 @@ def test_the_same_posts_with_a_token_do_change_things(
             define(qless, "0 3 * * *", name="nightly")
         if name == "worker_forget":  # only a worker that stopped reporting can be forgotten
             redis_client.zadd("ql:workers", {world.worker: qless.now() - 7200})
-        before = keyspace()
+        before, audited = keyspace(), AuditEntry.objects.count()
         response = client.post(app_url(name, world), action_bodies(world)[name])
         assert response.status_code == 302, name
         assert keyspace() != before, name
+        assert AuditEntry.objects.count() > audited, f"{name} is not in the audit log"
     assert LogEntry.objects.count() >= len(ACTIONS)
 
 
-def test_pages_deny_framing_and_caching(world: World, viewer: HttpClient) -> None:
+def test_pages_deny_framing_and_caching(world: World, operator: HttpClient) -> None:
     for name in sorted(PAGES):
-        response = viewer.get(app_url(name, world))
+        response = operator.get(app_url(name, world))
         assert response.status_code == 200, name
         assert response["X-Frame-Options"] == "DENY", name
         cache = response["Cache-Control"]

@@ -23,7 +23,9 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.urls import resolve
 
+from django_qless.admin import audit
 from django_qless.admin.routes import ROUTES
+from django_qless.audit_log.models import Kind
 from django_qless.core import Client
 from django_qless.core.presence import Presence, RunningJob, publish
 from tests.admin import axe
@@ -75,6 +77,18 @@ def plant_everything(qless: Client) -> tuple[World, str]:
     return world, retried
 
 
+def audited(user: User, world: World) -> None:
+    """Entries on the audit page: a job's priority, a queue paused, a long jid."""
+    audit.record_as(user, "default", [
+        audit.Change("priority", Kind.JOB, world.waiting, "Set priority", before={"priority": 0},
+                     after={"priority": 25}),
+        audit.Change("pause", Kind.QUEUE, "jobs", "Paused queue jobs",
+                     before={"paused": False}, after={"paused": True}),
+        audit.Change("tag", Kind.JOB, "j" * 120, "Tagged a job with a long jid",
+                     before={"tags": ["red"]}, after={"tags": ["blue", "red"]}),
+    ])
+
+
 def pages(world: World, retried: str) -> dict[str, str]:
     """Every admin page, by label: each queue tab, a job in each state, each list."""
     queue = url("queue", name="jobs")
@@ -107,6 +121,7 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "recurring list": url("recurring_list"),
         "recurring": url("recurring", jid=world.recurring),
         "config": url("config"),
+        "audit": url("audit"),
     }
 
 
@@ -235,7 +250,7 @@ def test_every_admin_page_passes_axe(
     browser_page: Any, images: Path, axe_script: Path, request: pytest.FixtureRequest,
 ) -> None:
     world, retried = plant_everything(qless)
-    make_user("ops", perms=ALL_PERMS)
+    audited(make_user("ops", perms=ALL_PERMS), world)
     page, base = browser_page, live_server.url
     set_mode(page, mode)
     log_in(page, base)

@@ -1,13 +1,14 @@
-"""The one view of every job action (POST only; each change logged to the admin log)."""
+"""The one view of every job action (POST only; each change audited with its values)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core import DependencyError, Job, QlessError
 from .. import audit
 from ..feedback import confirm_page, confirmed, invalid, problem_text, report
@@ -15,15 +16,15 @@ from ..job_actions import Data, JobAction, Selection
 from ..page_context import PageContext
 
 Errors = list[tuple[str, str]]
-#: Admin-log lines: (object id, text).
-Changes = list[tuple[str, str]]
+#: Jobs an action changed: (jid, audit text, the audited fields before the change).
+Changes = list[tuple[str, str, dict[str, Any]]]
 
 
 @dataclass
 class Outcome:
-    """What an action did: admin-log lines, refusals, how many done, where to go after."""
+    """What an action did: audit entries, refusals, how many done, where to go after."""
 
-    changes: list[tuple[str, str]] = field(default_factory=list)
+    changes: list[audit.Change] = field(default_factory=list)
     errors: Errors = field(default_factory=list)
     done: int = 0
     #: Where to go without a usable `next` (None: the action's usual place).
@@ -43,7 +44,7 @@ def run_job_action(ctx: PageContext, action: JobAction) -> HttpResponse:
             items=data.get("jids", ()), also=also, fallback=usual_place(ctx, action, data),
         )
     outcome = RUNNERS[action.selection](ctx, action, data)
-    audit.record(ctx, models.Job, outcome.changes, deletion=action.deletion)
+    audit.record(ctx, outcome.changes, deletion=action.deletion)
     report(ctx, action.feedback(outcome.done, data), outcome.errors)
     return ctx.redirect_back(outcome.back or usual_place(ctx, action, data))
 
@@ -76,8 +77,8 @@ def apply(action: JobAction, jobs: list[Job], data: Data) -> tuple[Changes, Erro
     for job in jobs:
         problem = refusal(action, job)
         if problem is None:
-            # Worded before the change: an operation updates the job it is given.
-            change = (job.jid, action.audit(job, data))
+            # Worded and read before the change: an operation updates the job it is given.
+            change = (job.jid, action.audit(job, data), audit.job_values(job, action.fields))
             try:
                 action.operation(job, data)
             except QlessError as exc:
@@ -93,7 +94,7 @@ def each_job(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     """Run the operation on each selected job."""
     jobs, errors = fetch(ctx, data["jids"])
     done, refused = apply(action, jobs, data)
-    return Outcome(done, errors + refused, len(done))
+    return Outcome(audited(ctx, action, done), errors + refused, len(done))
 
 
 def one_job(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
@@ -102,7 +103,7 @@ def one_job(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     if job is None:
         return Outcome(errors=[(data["jid"], "no longer exists")], back=ctx.url("overview"))
     done, refused = apply(action, [job], data)
-    return Outcome(done, refused, len(done))
+    return Outcome(audited(ctx, action, done), refused, len(done))
 
 
 def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
@@ -111,7 +112,9 @@ def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     checked = [(job, refusal(action, job)) for job in jobs]
     errors += [(job.jid, problem) for job, problem in checked if problem]
     wanted = [job for job, problem in checked if problem is None]
-    changes = [(job.jid, action.audit(job, data)) for job in wanted]  # worded before the change
+    # Worded and read before the change.
+    changes = [(job.jid, action.audit(job, data), audit.job_values(job, action.fields))
+               for job in wanted]
     if wanted:
         try:
             action.operation(ctx.client, wanted)
@@ -123,7 +126,7 @@ def all_jobs(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
         except QlessError as exc:
             errors += [(job.jid, problem_text(exc)) for job in wanted]
             changes = []
-    outcome = Outcome(changes, errors, len(changes))
+    outcome = Outcome(audited(ctx, action, changes), errors, len(changes))
     outcome.back = ctx.url("overview")  # the jobs' pages are gone once they are deleted
     return outcome
 
@@ -133,15 +136,35 @@ def each_jid(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
     jids = data["jids"]
     done = [jid for jid in jids if action.operation(ctx.client, jid)]
     errors = [(jid, action.refusal) for jid in jids if jid not in done]
-    return Outcome([(jid, action.audit(jid, data)) for jid in done], errors, len(done))
+    changes = [
+        audit.Change(action.audit_action, Kind.JOB, jid, action.audit(jid, data),
+                     before={"tracked": True}, after={"tracked": False})
+        for jid in done
+    ]
+    return Outcome(changes, errors, len(done))
 
 
 def whole_tag(ctx: PageContext, action: JobAction, data: Data) -> Outcome:
-    """Run a bulk operation on every job with the tag: one admin-log line for all."""
+    """Run a bulk operation on every job with the tag: one audit entry for all."""
     tag = data["tag"]
     bulk = action.operation(ctx.client, tag)
-    changes = [(f"tag:{tag}", action.audit(bulk, data))] if bulk.done else []
-    return Outcome(changes, bulk.errors, bulk.done)
+    change = audit.Change(action.audit_action, Kind.TAG, tag, action.audit(bulk, data),
+                          after={"jobs": bulk.done, "batches": bulk.batches})
+    return Outcome([change] if bulk.done else [], bulk.errors, bulk.done)
+
+
+def audited(ctx: PageContext, action: JobAction, done: Changes) -> list[audit.Change]:
+    """Audit entries of the changed jobs, their fields read again (one call) for after."""
+    after: dict[str, Job] = {}
+    if done and action.fields and not action.deletion:
+        after = {job.jid: job for job in ctx.client.get_jobs([jid for jid, _, _ in done])}
+    # A cancelled job is gone: nothing to read back.
+    gone = {"state": "cancelled"} if action.deletion else {}
+    return [
+        audit.Change(action.audit_action, Kind.JOB, jid, text, before=before,
+                     after=audit.job_values(after[jid], action.fields) if jid in after else gone)
+        for jid, text, before in done
+    ]
 
 
 RUNNERS: dict[Selection, Callable[[PageContext, JobAction, Data], Outcome]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core.config import NUMERIC_KEYS
 from ...core.server_info import read_server_info
 from .. import audit
@@ -38,8 +38,12 @@ def set_value(ctx: PageContext) -> HttpResponse:
         messages.error(ctx.request, f"Nothing was changed: {form_errors(form)}")
         return config_page(ctx, form)
     key, value = form.cleaned_data["key"], form.cleaned_data["value"]
+    before = ctx.client.config.as_text().get(key)
     ctx.client.config.set(key, value)
-    audit.record(ctx, models.Config, [(key, f"Set config {key} to {value!r}")])
+    audit.record(ctx, [audit.Change(
+        "config_set", Kind.CONFIG, key, f"Set config {key} to {value!r}",
+        before={key: before}, after={key: value},
+    )])
     messages.success(ctx.request, f"Set {key} to {value}.")
     return ctx.redirect_back(ctx.url("config"))
 
@@ -54,7 +58,11 @@ def unset_value(ctx: PageContext) -> HttpResponse:
     if key not in ctx.client.config.overridden():
         messages.error(ctx.request, f"{key} is not set: it already has its default value.")
         return ctx.redirect_back(ctx.url("config"))
+    before = ctx.client.config.as_text().get(key)
     ctx.client.config.unset(key)
-    audit.record(ctx, models.Config, [(key, f"Unset config {key}")])
+    audit.record(ctx, [audit.Change(
+        "config_unset", Kind.CONFIG, key, f"Unset config {key}",
+        before={key: before}, after={key: ctx.client.config.as_text().get(key)},
+    )])
     messages.success(ctx.request, f"Unset {key} (its default applies).")
     return ctx.redirect_back(ctx.url("config"))

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core.crons import CronStore
 from .. import audit
 from ..feedback import confirm_page, confirmed, invalid
@@ -44,8 +44,10 @@ def run_now(ctx: PageContext) -> HttpResponse:
         )
     outcome = store.put_now(definition, secrets.token_hex(8))
     store.create_slots(name)
-    audit.record(ctx, models.RecurringJob, [
-        (name, f"Ran cron schedule {name} now: job {outcome.jid} in queue {definition.queue}"),
-    ])
+    audit.record(ctx, [audit.Change(
+        "cron_run", Kind.CRON, name,
+        f"Ran cron schedule {name} now: job {outcome.jid} in queue {definition.queue}",
+        after={"job": outcome.jid, "queue": definition.queue},
+    )])
     messages.success(ctx.request, f"Put job {outcome.jid} of cron schedule {name}.")
     return ctx.redirect_back(back)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core import Job
 from .. import audit, bulk, presenters
 from ..feedback import confirm_page, confirmed, invalid, plural, report
@@ -89,10 +89,13 @@ def retry_group(ctx: PageContext) -> HttpResponse:
     if not form.is_valid():
         return invalid(ctx, form, ctx.url("failures"))
     group = form.cleaned_data["group"]
+    before = ctx.client.failed().get(group, 0)
     outcome = bulk.retry_group(ctx.client, group)
     message = f"Retried {plural(outcome.done, 'job')} of failure group {group}"
     if outcome.done:
-        audit.record(ctx, models.Failure, [(group, f"{message} in {outcome.batches} batches")])
+        audit.record(ctx, [group_change(
+            ctx, "group_retry", group, f"{message} in {outcome.batches} batches", before
+        )])
     report(ctx, f"{message}." if outcome.done else None, outcome.errors)
     return ctx.redirect_back(ctx.url("failures"))
 
@@ -116,7 +119,11 @@ def retry_all(ctx: PageContext) -> HttpResponse:
         total.errors += outcome.errors
     message = f"Retried {plural(total.done, 'failed job')}"
     if total.done:
-        audit.record(ctx, models.Failure, [("*", f"{message} of every group")])
+        audit.record(ctx, [audit.Change(
+            "retry_all", Kind.FAILURE_GROUP, "*", f"{message} of every group",
+            before={"failed jobs": sum(failed.values())},
+            after={"failed jobs": sum(ctx.client.failed().values())},
+        )])
     report(ctx, f"{message}." if total.done else "No failed jobs to retry.", total.errors)
     return ctx.redirect_back(ctx.url("failures"))
 
@@ -141,12 +148,22 @@ def cancel_group(ctx: PageContext) -> HttpResponse:
             ctx, title="Cancel a failure group", fallback=ctx.url("failures"),
             question=f"Cancel all {plural(count, 'job')} of failure group {group}?",
         )
+    before = ctx.client.failed().get(group, 0)
     outcome = bulk.cancel_group(ctx.client, group)
     message = f"Cancelled {plural(outcome.done, 'job')} of failure group {group}"
     if outcome.done:
-        audit.record(
-            ctx, models.Failure, [(group, f"{message} in {outcome.batches} batches")],
-            deletion=True,
-        )
+        audit.record(ctx, [group_change(
+            ctx, "group_cancel", group, f"{message} in {outcome.batches} batches", before
+        )], deletion=True)
     report(ctx, f"{message}." if outcome.done else None, outcome.errors)
     return ctx.redirect_back(ctx.url("failures"))
+
+
+def group_change(
+    ctx: PageContext, action: str, group: str, message: str, before: int
+) -> audit.Change:
+    """The audit entry of a whole group's retry or cancel: its size before and after."""
+    return audit.Change(
+        action, Kind.FAILURE_GROUP, group, message, before={"failed jobs": before},
+        after={"failed jobs": ctx.client.failed().get(group, 0)},
+    )

@@ -9,7 +9,7 @@ from functools import partial
 from django.contrib import messages
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core import QueueCounts, Stats
 from ...core.latency import latencies
 from .. import audit, presenters
@@ -120,11 +120,15 @@ def set_paused(ctx: PageContext, *, paused: bool) -> HttpResponse:
     name = form.cleaned_data["queue"]
     queue = ctx.client.queue(name)
     verb = "Paused" if paused else "Unpaused"
+    was_paused = queue.paused
     if paused:
         queue.pause()
     else:
         queue.unpause()
-    audit.record(ctx, models.Queue, [(name, f"{verb} queue {name}")])
+    audit.record(ctx, [audit.Change(
+        "pause" if paused else "unpause", Kind.QUEUE, name, f"{verb} queue {name}",
+        before={"paused": was_paused}, after={"paused": paused},
+    )])
     messages.success(ctx.request, f"{verb} queue {name}.")
     return ctx.redirect_back(ctx.url("queue", name=name))
 
@@ -138,12 +142,17 @@ def save_settings(ctx: PageContext) -> HttpResponse:
     heartbeat = form.cleaned_data["heartbeat"]
     limit = form.cleaned_data["max_concurrency"] or None
     queue = ctx.client.queue(name)
+    old = queue_settings(ctx, name)
     queue.heartbeat = heartbeat
     queue.max_concurrency = limit
     shown = (
         f"heartbeat {'default' if heartbeat is None else f'{heartbeat:g} s'}, "
         f"max concurrency {'unlimited' if limit is None else limit}"
     )
-    audit.record(ctx, models.Queue, [(name, f"Set queue {name}: {shown}")])
+    audit.record(ctx, [audit.Change(
+        "queue_settings", Kind.QUEUE, name, f"Set queue {name}: {shown}",
+        before={"heartbeat": old["heartbeat"], "max concurrency": old["max_concurrency"]},
+        after={"heartbeat": heartbeat, "max concurrency": limit},
+    )])
     messages.success(ctx.request, f"Queue {name}: {shown}.")
     return ctx.redirect_back(ctx.url("queue", name=name))

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core import RecurringJob
 from .. import audit, permissions, presenters
 from ..cron_rows import cron_rows
@@ -76,9 +76,13 @@ def update(ctx: PageContext) -> HttpResponse:
     if job is None:
         messages.error(ctx.request, f"No recurring job {jid!r}.")
         return ctx.redirect_back(ctx.url("recurring_list"))
+    before = {**initial(job), "tags": sorted(job.tags)}
     changes = apply_update(job, form.cleaned_data)
     message = f"Updated recurring job {job.jid}: {changes}"
-    audit.record(ctx, models.RecurringJob, [(job.jid, message)])
+    audit.record(ctx, [audit.Change(
+        "recurring_update", Kind.RECURRING, job.jid, message,
+        *changed_fields(before, form.cleaned_data),
+    )])
     messages.success(ctx.request, f"Saved recurring job {job.jid}: {changes}.")
     return ctx.redirect_back(ctx.url("recurring", jid=job.jid))
 
@@ -104,6 +108,20 @@ def apply_update(job: RecurringJob, data: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def changed_fields(
+    old: dict[str, Any], data: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The edited fields that changed, before and after (the data only as "replaced": it
+    may hold secrets, and the audit page is not masked)."""
+    new = {**{name: data[name] for name in old if name in data and name != "jid"},
+           "tags": sorted(data["tags"])}
+    names = [name for name in new if new[name] != old.get(name)]
+    before, after = {name: old.get(name) for name in names}, {name: new[name] for name in names}
+    if data["data_json"] is not None:
+        before["data"], after["data"] = "previous", "replaced"
+    return before, after
+
+
 def delete(ctx: PageContext) -> HttpResponse:
     """Delete a template after a confirmation page (jobs it already spawned stay)."""
     form = JidForm(ctx.request.POST)
@@ -121,10 +139,10 @@ def delete(ctx: PageContext) -> HttpResponse:
             f"in queue {job.queue_name})? Jobs it already spawned stay.",
         )
     job.cancel()
-    audit.record(
-        ctx, models.RecurringJob,
-        [(jid, f"Deleted recurring job {jid} ({job.klass}) of queue {job.queue_name}")],
-        deletion=True,
-    )
+    audit.record(ctx, [audit.Change(
+        "recurring_delete", Kind.RECURRING, jid,
+        f"Deleted recurring job {jid} ({job.klass}) of queue {job.queue_name}",
+        before={"class": job.klass, "queue": job.queue_name, "interval": job.interval},
+    )], deletion=True)
     messages.success(ctx.request, f"Deleted recurring job {jid}.")
     return ctx.redirect_back(ctx.url("recurring_list"))

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core import presence
 from .. import audit
 from ..feedback import invalid
@@ -59,6 +59,9 @@ def forget(ctx: PageContext) -> HttpResponse:
         return ctx.redirect_back(ctx.url("workers"))
     ctx.client.workers.deregister(name)
     presence.forget(ctx.client, [name])
-    audit.record(ctx, models.Worker, [(name, f"Forgot worker {name}")], deletion=True)
+    audit.record(ctx, [audit.Change(
+        "forget", Kind.WORKER, name, f"Forgot worker {name}",
+        before={"listed": True}, after={"listed": False},
+    )], deletion=True)
     messages.success(ctx.request, f"Forgot worker {name}.")
     return ctx.redirect_back(ctx.url("workers"))

@@ -1,0 +1,1 @@
+"""The audit log of the admin's actions: one `AuditEntry` row per change, queryable."""
