@@ -1,4 +1,4 @@
-"""The cron schedules of the recurring page: each with its next runs in two zones."""
+"""The cron schedules of the recurring page: each with its last run and next runs in two zones."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ..core import Client
 from ..core.crons import CronStore, StoredCron
+from .recurring_runs import LastRun, cron_last_runs
 
 #: Next runs shown per schedule.
 NEXT_RUNS = 5
@@ -31,6 +32,8 @@ class CronRow:
     stored: StoredCron
     runs: tuple[NextRun, ...]
     user_zone: str
+    #: Its latest slot job due by now (None when none is remembered).
+    last_run: LastRun | None = None
 
 
 def shown(moment: dt.datetime) -> str:
@@ -39,11 +42,13 @@ def shown(moment: dt.datetime) -> str:
 
 
 def cron_rows(client: Client) -> list[CronRow]:
-    """Every cron schedule of the connection, with its next `NEXT_RUNS` runs."""
+    """Every cron schedule of the connection, with its last run and next `NEXT_RUNS` runs."""
     user = timezone.get_current_timezone()
     now = client.now()
+    schedules = CronStore(client).read_all()
+    last = cron_last_runs(client, [stored.name for stored in schedules], now)
     rows = []
-    for stored in CronStore(client).read_all():
+    for stored in schedules:
         definition = stored.definition
         zone = zoneinfo.ZoneInfo(definition.tz)
         runs = tuple(
@@ -51,5 +56,5 @@ def cron_rows(client: Client) -> list[CronRow]:
             for moment in (dt.datetime.fromtimestamp(t, dt.timezone.utc)
                            for t in definition.next_runs(now, NEXT_RUNS))
         )
-        rows.append(CronRow(stored, runs, str(user)))
+        rows.append(CronRow(stored, runs, str(user), last.get(stored.name)))
     return rows

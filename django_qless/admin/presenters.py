@@ -13,6 +13,7 @@ from ..core import Client, HistoryEntry, Job, RecurringJob
 from . import masking
 from .job_actions import JOB_ACTIONS, JobAction, Selection
 from .masking import Redaction
+from .recurring_runs import LastRun, interval_next_runs, template_last_runs
 
 #: Longest failure message shown in a list row (the job page shows all of it).
 SUMMARY_CHARS = 160
@@ -220,23 +221,33 @@ class RecurringRow:
     #: When it next spawns a job, and in how many seconds (None when unknown).
     next_run: datetime | None = None
     next_in: float | None = None
+    #: Its next spawn times, the first being `next_run`.
+    next_runs: tuple[datetime, ...] = ()
+    #: Its last spawn (None before the first).
+    last_run: LastRun | None = None
 
 
 def recurring_row(job: RecurringJob, next_run: float | None = None,
-                  now: float | None = None) -> RecurringRow:
-    """A recurring template with masked, pretty data and its next run."""
+                  now: float | None = None, last_run: LastRun | None = None,
+                  runs: int = 1) -> RecurringRow:
+    """A recurring template with masked, pretty data, its next `runs` runs and last run."""
     return RecurringRow(
         job=job, data=pretty_data(job.raw_data),
         next_run=None if next_run is None else when(next_run),
         next_in=None if next_run is None or now is None else next_run - now,
+        next_runs=tuple(moment for t in interval_next_runs(next_run, job.interval, runs)
+                        if (moment := when(t)) is not None),
+        last_run=last_run,
     )
 
 
-def recurring_rows(client: Client, jobs: Sequence[RecurringJob]) -> list[RecurringRow]:
-    """Rows for several templates, with their next runs read in one round trip."""
+def recurring_rows(client: Client, jobs: Sequence[RecurringJob], runs: int = 3
+                   ) -> list[RecurringRow]:
+    """Rows for several templates: next runs in one round trip, last spawns in one more."""
     due = client.due_times("recur", [(job.queue_name, job.jid) for job in jobs])
+    last = template_last_runs(client, jobs)
     now = client.now()
-    return [recurring_row(job, due.get(job.jid), now) for job in jobs]
+    return [recurring_row(job, due.get(job.jid), now, last.get(job.jid), runs) for job in jobs]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,18 @@ from django.urls.converters import PathConverter
 from .. import models
 from . import permissions
 from .job_actions import JOB_ACTIONS, JobAction
-from .views import actions, config, cron, failures, jobs, overview, queues, recurring, workers
+from .views import (
+    actions,
+    config,
+    cron,
+    failures,
+    jobs,
+    overview,
+    queues,
+    recurring,
+    recurring_run,
+    workers,
+)
 from .views.audit import audit_page
 
 
@@ -114,6 +125,8 @@ ROUTES: tuple[Route, ...] = (
     action(models.RecurringJob, "delete/", recurring.delete, "recurring_delete",
            permissions.RECURRING),
     action(models.RecurringJob, "cron/run/", cron.run_now, "recurring_cron_run",
+           permissions.RECURRING),
+    action(models.RecurringJob, "run/", recurring_run.run_now, "recurring_run",
            permissions.RECURRING),
     page(models.Config, "", config.config_page, "config"),
     action(models.Config, "set/", config.set_value, "config_set", permissions.CONFIG),

@@ -91,7 +91,8 @@ def cron_schedule(name: str) -> str:
 
 
 def cron_jobs(name: str) -> str:
-    """The slot jobs put for one cron schedule (zset: jid -> slot time), for prune/change."""
+    """The slot jobs put for one cron schedule (zset: jid -> slot time), for prune/change
+    and the admin's last run."""
     return f"{OWN_PREFIX}cron-jobs:{name}"
 
 

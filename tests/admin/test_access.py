@@ -42,7 +42,7 @@ ACTIONS = {
     "job_untag": "edit_jobs", "job_track": "edit_jobs", "job_untrack": "edit_jobs",
     "job_undepend": "edit_jobs",
     "recurring_update": "manage_recurring", "recurring_delete": "manage_recurring",
-    "recurring_cron_run": "manage_recurring",
+    "recurring_cron_run": "manage_recurring", "recurring_run": "manage_recurring",
     "config_set": "manage_config", "config_unset": "manage_config",
 }
 METHODS = ("get", "head", "post", "put", "delete")
@@ -87,7 +87,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 48
+    assert len(found) == len(PAGES) + len(ACTIONS) == 49
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:
@@ -182,6 +182,7 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
                              "retries": "1", "backlog": "1", "tags": "", "data_json": ""},
         "recurring_delete": {"jid": world.recurring, "confirmed": "yes"},
         "recurring_cron_run": {"name": "nightly", "confirmed": "yes"},
+        "recurring_run": {"jid": world.recurring, "confirmed": "yes"},
         "config_set": {"key": "heartbeat", "value": "30"}, "config_unset": {"key": "application"},
     }
 

@@ -27,7 +27,10 @@ from django_qless.admin import audit
 from django_qless.admin.routes import ROUTES
 from django_qless.audit_log.models import Kind
 from django_qless.core import Client
+from django_qless.core.crons import CronStore
 from django_qless.core.presence import Presence, RunningJob, publish
+from django_qless.recurring import sync_schedules
+from django_qless.schedules import schedule_jid
 from tests.admin import axe
 from tests.admin.conftest import ALL_PERMS, World, plant, url
 from tests.admin.test_browser import CHROMIUM, browser_page, images, log_in, shoot
@@ -59,14 +62,17 @@ def axe_script() -> Path:
 
 
 def plant_everything(qless: Client) -> tuple[World, str]:
-    """Jobs in every state, a reporting worker, a job retried then completed, a cron schedule."""
+    """Jobs in every state, a reporting worker, a job retried then completed, a cron schedule
+    with a slot job due, and the schedules declared in code synced (managed templates)."""
     world = plant(qless)
     call_command("qless_worker", "jobs", burst=True, verbosity=0)  # fills the stats
     world = plant(qless)  # and a fresh set, waiting and scheduled again
     retried = qless.queue("retried").put("app.tasks.double", TASK_DATA)
     fail_attempt(popped(qless, "retried"), "Traceback (most recent call last):\nValueError: 1")
     popped(qless, "retried").complete({**TASK_DATA, "result": {"doubled": 4}})
-    define(qless, "0 9 * * MON-FRI", tz="Europe/Paris", name="morning")
+    sync_schedules(clients={"default": qless})
+    morning = define(qless, "0 9 * * MON-FRI", tz="Europe/Paris", name="morning")
+    CronStore(qless).put_slots(morning, [float(int(qless.now()) - 60)], qless.now())
     now = qless.now()
     publish(qless, Presence(
         name=REPORTING, host="web-1", pid=4242, version="0.1.0",
@@ -120,6 +126,7 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "worker (reporting)": url("worker", name=REPORTING),
         "recurring list": url("recurring_list"),
         "recurring": url("recurring", jid=world.recurring),
+        "recurring (managed)": url("recurring", jid=schedule_jid("recurapp.poll_feed")),
         "config": url("config"),
         "audit": url("audit"),
     }

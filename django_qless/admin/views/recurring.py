@@ -1,4 +1,4 @@
-"""Recurring job templates: list by queue, one template, edit and delete."""
+"""Recurring job templates: list by queue, one template (last and next runs), edit, delete."""
 
 from __future__ import annotations
 
@@ -14,9 +14,13 @@ from .. import audit, permissions, presenters
 from ..cron_rows import cron_rows
 from ..feedback import confirm_page, confirmed, form_errors, invalid
 from ..forms import JidForm, RecurringForm
+from ..managed import managed_by_sync
 from ..page_context import PageContext
 from ..pagination import paginate
 from .queues import recurring_rows
+
+#: Next runs shown on a template's page.
+NEXT_RUNS = 5
 
 
 def recurring_list(ctx: PageContext) -> HttpResponse:
@@ -47,14 +51,17 @@ def initial(job: RecurringJob) -> dict[str, Any]:
 
 
 def recurring_page(ctx: PageContext, jid: str, form: RecurringForm | None = None) -> HttpResponse:
-    """One template: its fields, data (masked) and the edit form."""
+    """One template: its fields, last and next runs, data (masked) and the edit form."""
     job = ctx.client.recurring(jid)
     if job is None:
         missing = {"message": f"No recurring job {jid!r}."}
         return ctx.render("error.html", missing, title="Not found", section="", status=404)
     data = presenters.pretty_data(job.raw_data) if ctx.can(permissions.VIEW_DATA) else None
+    [row] = presenters.recurring_rows(ctx.client, [job], runs=NEXT_RUNS)
     context: dict[str, Any] = {
-        "job": job, "data": data, "form": form or RecurringForm(initial=initial(job)),
+        "job": job, "row": row, "data": data, "managed": managed_by_sync(job),
+        "form": form or RecurringForm(initial=initial(job)),
+        "can_run": ctx.can(permissions.RECURRING),
     }
     crumbs = [("Recurring jobs", ctx.url("recurring_list")), (jid, None)]
     return ctx.render(
