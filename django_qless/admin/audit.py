@@ -34,7 +34,8 @@ ACTIONS: dict[str, str] = {
     "retry_all": "Retry every failed job", "group_cancel": "Cancel failure group",
     "pause": "Pause", "unpause": "Unpause", "queue_settings": "Queue settings",
     "forget": "Forget worker", "recurring_update": "Edit recurring job",
-    "recurring_delete": "Delete recurring job", "cron_run": "Run now",
+    "recurring_delete": "Delete recurring job", "recurring_run": "Run now",
+    "cron_run": "Run now",
     "config_set": "Set config", "config_unset": "Unset config",
 }
 

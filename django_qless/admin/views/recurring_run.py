@@ -7,7 +7,7 @@ import secrets
 from django.contrib import messages
 from django.http import HttpResponse
 
-from ... import models
+from ...audit_log.models import Kind
 from ...core import QlessError, RecurringJob
 from ...core.submission import PutOptions, Submission, submit
 from .. import audit
@@ -54,8 +54,10 @@ def run_now(ctx: PageContext) -> HttpResponse:
     if not outcome.created:
         messages.error(ctx.request, f"Job {outcome.jid} already exists; nothing was put.")
         return ctx.redirect_back(back)
-    audit.record(ctx, models.RecurringJob, [
-        (jid, f"Ran recurring job {jid} now: job {outcome.jid} in queue {job.queue_name}"),
-    ])
+    audit.record(ctx, [audit.Change(
+        "recurring_run", Kind.RECURRING, jid,
+        f"Ran recurring job {jid} now: job {outcome.jid} in queue {job.queue_name}",
+        after={"job": outcome.jid, "queue": job.queue_name},
+    )])
     messages.success(ctx.request, f"Put job {outcome.jid} of recurring job {jid}.")
     return ctx.redirect_back(back)
