@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import commands
 from . import validation as check
@@ -57,10 +57,11 @@ class PutOptions:
         return max(0.0, self.not_before - now)
 
 
-@dataclass(frozen=True)
-class Submission:
+class Submission(NamedTuple):
     """One job to put: its jid, klass, queue, encoded data and put options."""
 
+    # A named tuple, not a frozen dataclass: a bulk enqueue builds one per job, and a
+    # frozen dataclass's __init__ costs about three times as much.
     jid: str
     klass: str
     queue: str
@@ -70,7 +71,6 @@ class Submission:
 
     def with_job(self, jid: str, data: str) -> Submission:
         """The same put for another job of the same klass (bulk enqueues)."""
-        # Built directly: dataclasses.replace costs several times more, once per call.
         return Submission(jid, self.klass, self.queue, data, self.options)
 
 
@@ -96,12 +96,24 @@ def put_commands(
     """
     built: list[Command] = []
     shared: Submission | None = None
+    name, head, klass, tail = "", (), "", ()
     for submission in submissions:
-        if shared is not None and _same_put(shared, submission):
-            built.append(_for_job(built[-1], submission))
-        else:
-            built.append(_put_command(submission, worker, now))
-            shared = submission
+        # `_same_put`, its identity test inlined: a bulk enqueue's calls share their options.
+        if shared is not None and (
+            submission.options is shared.options and submission.klass == shared.klass
+            and submission.queue == shared.queue or _same_put(shared, submission)
+        ):
+            # Only the jid and the data differ from the shared command's arguments.
+            built.append(Command(name, (*head, check.jid(submission.jid), klass,
+                                        submission.data, *tail)))
+            continue
+        command = _put_command(submission, worker, now)
+        built.append(command)
+        shared = submission
+        # The jid's place: after the worker and queue, and the policy of put.ifabsent.
+        at = 2 if command.name == "put" else 3
+        name, head = command.name, command.args[:at]
+        klass, tail = command.args[at + 1], command.args[at + 3:]
     return built
 
 
@@ -109,14 +121,6 @@ def _same_put(one: Submission, other: Submission) -> bool:
     """True when two submissions put the same klass into the same queue the same way."""
     return (one.klass == other.klass and one.queue == other.queue
             and (one.options is other.options or one.options == other.options))
-
-
-def _for_job(command: Command, submission: Submission) -> Command:
-    """`command` with the jid and data of `submission` instead of its own."""
-    at = 2 if command.name == "put" else 3  # the jid's place: after the policy, if any
-    args = command.args
-    return Command(command.name, (*args[:at], check.jid(submission.jid), args[at + 1],
-                                  submission.data, *args[at + 3:]))
 
 
 def submit(
