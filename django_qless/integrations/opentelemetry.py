@@ -102,19 +102,17 @@ class Processing:
         run = self.run
         carried = run.metadata.get(META_ENTRY)
         sent = propagate.extract(carried if isinstance(carried, Mapping) else {})
-        attributes: dict[str, str | int] = {**_common(run.jid, run.queue, "process"), KLASS: run.klass,
-                      ATTEMPT: run.attempt, RETRIES: run.retries, CLIENT_ID: run.worker}
+        attributes: dict[str, str | int] = {
+            **_common(run.jid, run.queue, "process"), KLASS: run.klass, ATTEMPT: run.attempt,
+            RETRIES: run.retries, CLIENT_ID: run.worker}
+        parent, links = sent, None
         if self.hooks.links:
             # A trace of its own, linked to the put (as Celery's use_span_links does).
             producer = trace.get_current_span(sent).get_span_context()
+            parent = trace.set_span_in_context(trace.INVALID_SPAN, sent)  # baggage kept
             links = [Link(producer)] if producer.is_valid else None
-            parent = context.Context()
-            self.span = self.hooks.tracer.start_span(
-                f"process {run.queue}", parent, SpanKind.CONSUMER, attributes, links)
-        else:
-            parent = sent
-            self.span = self.hooks.tracer.start_span(
-                f"process {run.queue}", parent, SpanKind.CONSUMER, attributes)
+        self.span = self.hooks.tracer.start_span(
+            f"process {run.queue}", parent, SpanKind.CONSUMER, attributes, links)
         # Attached with the extracted context, so its baggage is current in the job too.
         self.token = context.attach(trace.set_span_in_context(self.span, parent))
         return self.span
