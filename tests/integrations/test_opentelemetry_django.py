@@ -39,7 +39,7 @@ from tests.tasks.conftest import TASKS
 
 from .otel_support import QUEUE, Traced, tracing, work
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
 #: The instrumentation of the running test (the views open their span with its tracer).
 CURRENT: list[Traced] = []
