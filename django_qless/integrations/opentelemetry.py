@@ -9,6 +9,7 @@ continues the enqueuer's trace, whichever process puts the job and however late.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Mapping
 from contextvars import Token
 from types import TracebackType
@@ -42,6 +43,8 @@ CLIENT_ID = "messaging.client.id"
 KLASS = "messaging.qless.klass"
 ATTEMPT = "messaging.qless.attempt"
 RETRIES = "messaging.qless.retries"
+#: How long a job's child waits for its spans to be exported before it exits.
+FLUSH_MILLIS = 5000
 
 
 class QlessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # its base is untyped
@@ -53,9 +56,9 @@ class QlessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # its base is 
 
     def _instrument(self, **kwargs: Any) -> None:
         """Add the hooks; `tracer_provider` (else the global one), `use_span_links`."""
-        tracer = trace.get_tracer(__name__, __version__, kwargs.get("tracer_provider"),
-                                  schema_url=SCHEMA_URL)
-        self._hooks = Hooks(tracer, links=bool(kwargs.get("use_span_links", False)))
+        provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
+        tracer = trace.get_tracer(__name__, __version__, provider, schema_url=SCHEMA_URL)
+        self._hooks = Hooks(tracer, provider, links=bool(kwargs.get("use_span_links", False)))
         add_enqueue_hook(self._hooks.send)
         add_run_hook(self._hooks.process)
 
@@ -68,8 +71,10 @@ class QlessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # its base is 
 class Hooks:
     """The enqueue hook and the run hook of one instrumentation, with its tracer."""
 
-    def __init__(self, tracer: trace.Tracer, *, links: bool) -> None:
+    def __init__(self, tracer: trace.Tracer, provider: trace.TracerProvider, *,
+                 links: bool) -> None:
         self.tracer = tracer
+        self.provider = provider
         self.links = links
 
     def send(self, job: PendingJob) -> Mapping[str, Any] | None:
@@ -124,9 +129,21 @@ class Processing:
                 self.span.record_exception(exc)
                 self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
             self.span.end()
+            if _in_job_child():
+                # The child leaves by os._exit: a batch processor's spans would die with it.
+                flush = getattr(self.hooks.provider, "force_flush", None)
+                if flush is not None:
+                    flush(FLUSH_MILLIS)
         finally:
             if self.token is not None:
                 context.detach(self.token)
+
+
+def _in_job_child() -> bool:
+    """Whether this is the child process of one job (`--isolation process`)."""
+    # Read, never imported: the web process has no worker modules to load for this.
+    child = sys.modules.get("django_qless.worker.child")
+    return bool(child is not None and child.IN_CHILD)
 
 
 def _common(jid: str, queue: str, operation: str) -> dict[str, str]:

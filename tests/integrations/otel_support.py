@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.propagators.composite import CompositePropagator
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -92,13 +95,40 @@ class Traced:
         return {jid: (sent[jid][0], ran[jid][0]) for jid in sent}
 
 
+class FileExporter(SpanExporter):
+    """Writes each span as a JSON line: spans a job's child process exported are read back."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self.path.open("a") as out:
+            for span in spans:
+                out.write(json.dumps({
+                    "name": span.name, "kind": span.kind.name, "pid": os.getpid(),
+                    "jid": dict(span.attributes or {}).get("messaging.message.id"),
+                    "trace_id": span.context.trace_id, "status": span.status.status_code.name,
+                }) + "\n")
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        """Nothing to close."""
+
+
+def exported(path: Path) -> list[dict[str, Any]]:
+    """What a `FileExporter` wrote."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 @contextmanager
-def tracing(**options: Any) -> Iterator[Traced]:
+def tracing(processor: SpanProcessor | None = None, **options: Any) -> Iterator[Traced]:
     """Instrumented with an in-memory provider (never the global one, which is set once per
     process) and the W3C propagators as the global text map; all undone after."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if processor is not None:
+        provider.add_span_processor(processor)
     previous = propagate.get_global_textmap()
     propagate.set_global_textmap(CompositePropagator(
         [TraceContextTextMapPropagator(), W3CBaggagePropagator()]))

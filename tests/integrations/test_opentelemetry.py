@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import redis
 from django.core.management import call_command
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
 
 from django_qless.connection import get_client, reset_clients
@@ -21,7 +22,17 @@ from django_qless.hooks import META_KEY
 from django_qless.integrations.opentelemetry import QlessInstrumentor
 from tests.redis_harness import RedisServer
 
-from .otel_support import QUEUE, SEEN, Traced, awork, flaky, tracing, work
+from .otel_support import (
+    QUEUE,
+    SEEN,
+    FileExporter,
+    Traced,
+    awork,
+    exported,
+    flaky,
+    tracing,
+    work,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,6 +166,25 @@ def test_concurrent_jobs_each_run_in_their_own_span(traced: Traced, job: Any) ->
     # They overlapped: every run started before the first one ended.
     runs = [pair[1] for pair in pairs.values()]
     assert max(run.start_time or 0 for run in runs) < min(run.end_time or 0 for run in runs)
+
+
+def test_an_isolated_childs_run_is_exported_before_the_child_exits(
+    qless_settings: dict[str, Any], tmp_path: Path
+) -> None:
+    # A batch processor that would wait ten minutes: only a flush exports within the test.
+    path = tmp_path / "spans.jsonl"
+    batch = BatchSpanProcessor(FileExporter(path), schedule_delay_millis=600_000)
+    with tracing(batch) as traced:
+        with traced.tracer.start_as_current_span("request") as request:
+            ok = work.using(on_commit=False).enqueue()
+            bad = work.using(on_commit=False).enqueue(fail=True)
+        run_worker(isolation="process")
+        runs = {span["jid"]: span for span in exported(path) if span["kind"] == "CONSUMER"}
+    assert set(runs) == {ok, bad}
+    assert {span["pid"] for span in runs.values()}.isdisjoint({os.getpid()})
+    assert {span["trace_id"] for span in runs.values()} == {request.get_span_context().trace_id}
+    assert (runs[ok]["status"], runs[bad]["status"]) == ("UNSET", "ERROR")
+    assert traced.by_jid(SpanKind.CONSUMER) == {}  # nothing ran in this process
 
 
 def test_links_instead_of_a_parent_when_asked(qless_settings: dict[str, Any]) -> None:
