@@ -18,6 +18,7 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Sampler
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -121,11 +122,12 @@ def exported(path: Path) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def tracing(processor: SpanProcessor | None = None, **options: Any) -> Iterator[Traced]:
+def tracing(processor: SpanProcessor | None = None, sampler: Sampler | None = None,
+            **options: Any) -> Iterator[Traced]:
     """Instrumented with an in-memory provider (never the global one, which is set once per
     process) and the W3C propagators as the global text map; all undone after."""
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     if processor is not None:
         provider.add_span_processor(processor)

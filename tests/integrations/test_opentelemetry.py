@@ -13,6 +13,7 @@ import pytest
 import redis
 from django.core.management import call_command
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind, StatusCode
 
 from django_qless.connection import get_client, reset_clients
@@ -185,6 +186,21 @@ def test_an_isolated_childs_run_is_exported_before_the_child_exits(
     assert {span["trace_id"] for span in runs.values()} == {request.get_span_context().trace_id}
     assert (runs[ok]["status"], runs[bad]["status"]) == ("UNSET", "ERROR")
     assert traced.by_jid(SpanKind.CONSUMER) == {}  # nothing ran in this process
+
+
+def test_a_trace_not_sampled_is_carried_unsampled_and_records_nothing(
+    qless_settings: dict[str, Any], qless: Client
+) -> None:
+    with tracing(sampler=ALWAYS_OFF) as traced:
+        with traced.tracer.start_as_current_span("request") as request:
+            jid = work.using(on_commit=False).enqueue()
+        run_worker()
+    assert traced.exporter.get_finished_spans() == ()
+    carried = qless.get_job(jid).data[META_KEY]["otel"]["traceparent"]  # type: ignore[union-attr]
+    _, trace_id, _, flags = carried.split("-")
+    assert trace_id == f"{request.get_span_context().trace_id:032x}"
+    assert not int(flags, 16) & 1  # not sampled: the run is not sampled either
+    assert SEEN[jid][0] == request.get_span_context().trace_id
 
 
 def test_links_instead_of_a_parent_when_asked(qless_settings: dict[str, Any]) -> None:
