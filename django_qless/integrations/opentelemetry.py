@@ -56,7 +56,8 @@ class QlessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # its base is 
 
     def _instrument(self, **kwargs: Any) -> None:
         """Add the hooks; `tracer_provider` (else the global one), `use_span_links`."""
-        provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
+        provider: trace.TracerProvider | None = kwargs.get("tracer_provider")
+        # Without one, the global provider's proxy: a provider set later is used too.
         tracer = trace.get_tracer(__name__, __version__, provider, schema_url=SCHEMA_URL)
         self._hooks = Hooks(tracer, provider, links=bool(kwargs.get("use_span_links", False)))
         add_enqueue_hook(self._hooks.send)
@@ -71,7 +72,7 @@ class QlessInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # its base is 
 class Hooks:
     """The enqueue hook and the run hook of one instrumentation, with its tracer."""
 
-    def __init__(self, tracer: trace.Tracer, provider: trace.TracerProvider, *,
+    def __init__(self, tracer: trace.Tracer, provider: trace.TracerProvider | None, *,
                  links: bool) -> None:
         self.tracer = tracer
         self.provider = provider
@@ -131,7 +132,8 @@ class Processing:
             self.span.end()
             if _in_job_child():
                 # The child leaves by os._exit: a batch processor's spans would die with it.
-                flush = getattr(self.hooks.provider, "force_flush", None)
+                provider = self.hooks.provider or trace.get_tracer_provider()
+                flush = getattr(provider, "force_flush", None)
                 if flush is not None:
                     flush(FLUSH_MILLIS)
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -225,6 +226,44 @@ def test_uninstrument_removes_both_hooks(qless: Client) -> None:
     assert META_KEY not in qless.get_job(jid).data  # type: ignore[union-attr]
     assert traced.exporter.get_finished_spans() == ()
     assert jid in SEEN  # it ran, untraced
+
+
+GLOBAL_PROVIDER = """
+import json
+import django
+django.setup()
+from django.core.management import call_command
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from django_qless.integrations.opentelemetry import QlessInstrumentor
+from tests.integrations.otel_support import work
+
+QlessInstrumentor().instrument()  # before the SDK is set up: its provider is used all the same
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+with trace.get_tracer("script").start_as_current_span("main"):
+    work.using(on_commit=False).enqueue()
+call_command("qless_worker", "otel", burst=True, verbosity=0)
+spans = exporter.get_finished_spans()
+print(json.dumps(sorted([span.name, span.kind.name, span.context.trace_id] for span in spans)))
+"""
+
+
+def test_without_a_provider_given_the_global_one_is_used(redis_server: RedisServer) -> None:
+    # In a process of its own: the global provider can be set once per process.
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.workerapp.settings",
+           "QLESS_TEST_URL": redis_server.url, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", GLOBAL_PROVIDER], cwd=ROOT, env=env,
+                            capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.splitlines()[-1])
+    assert [(name, kind) for name, kind, _ in spans] == [
+        ("main", "INTERNAL"), ("process otel", "CONSUMER"), ("send otel", "PRODUCER")]
+    assert len({trace_id for _, _, trace_id in spans}) == 1
 
 
 def test_django_qless_never_imports_opentelemetry() -> None:
