@@ -45,6 +45,10 @@ PR_SET_PDEATHSIG = 1
 _prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")
           else None)
 
+#: True in a job's child: it ends with `os._exit`, so a run hook that buffers (a tracer's
+#: batch of spans) must flush before its `__exit__` returns.
+IN_CHILD = False
+
 #: Database connections inherited from the parent, kept referenced until `os._exit` so no
 #: finalizer closes them (closing would end the parent's session on the shared socket).
 _inherited: list[Any] = []
@@ -53,6 +57,8 @@ _inherited: list[Any] = []
 def run_child(target: Target, job: Job, soft_limit: float | None, report_fd: int,
               fault_fd: int, parent: int) -> NoReturn:
     """Run the job in this (forked) process, report its end on `report_fd`, exit."""
+    global IN_CHILD
+    IN_CHILD = True
     code = UNREPORTED
     try:
         _die_with_parent(parent)
