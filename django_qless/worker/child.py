@@ -45,6 +45,10 @@ PR_SET_PDEATHSIG = 1
 _prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")
           else None)
 
+#: True in a job's child process: what it leaves to a background thread is lost at its
+#: `os._exit` unless flushed first (a run hook's reports, for instance).
+IN_CHILD = False
+
 #: Database connections inherited from the parent, kept referenced until `os._exit` so no
 #: finalizer closes them (closing would end the parent's session on the shared socket).
 _inherited: list[Any] = []
@@ -53,6 +57,8 @@ _inherited: list[Any] = []
 def run_child(target: Target, job: Job, soft_limit: float | None, report_fd: int,
               fault_fd: int, parent: int) -> NoReturn:
     """Run the job in this (forked) process, report its end on `report_fd`, exit."""
+    global IN_CHILD  # noqa: PLW0603 - set once, first thing in the child
+    IN_CHILD = True
     code = UNREPORTED
     try:
         _die_with_parent(parent)
