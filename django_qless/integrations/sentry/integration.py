@@ -11,7 +11,14 @@ import sentry_sdk
 from sentry_sdk.integrations import Integration
 from sentry_sdk.scope import add_global_event_processor
 
-from ...core.hooks import JobRun, PendingJob, add_enqueue_hook, add_run_hook
+from ...core.hooks import (
+    JobRun,
+    PendingJob,
+    add_enqueue_hook,
+    add_run_hook,
+    remove_enqueue_hook,
+    remove_run_hook,
+)
 from . import duplicates, propagation, running
 from .crons import CronOptions
 
@@ -30,9 +37,20 @@ class QlessIntegration(Integration):
     @staticmethod
     def setup_once() -> None:
         """Add the hooks and the log filter for this process (they check the client)."""
-        add_enqueue_hook(_enqueue_hook)
-        add_run_hook(_run_hook)
+        add_hooks()
         add_global_event_processor(_drop_duplicates)
+
+
+def add_hooks() -> None:
+    """Add the enqueue and run hooks to this process (once, however often called)."""
+    add_enqueue_hook(_enqueue_hook)
+    add_run_hook(_run_hook)
+
+
+def remove_hooks() -> None:
+    """Take the hooks away (for tests that start and drop Sentry clients)."""
+    remove_enqueue_hook(_enqueue_hook)
+    remove_run_hook(_run_hook)
 
 
 def enabled() -> QlessIntegration | None:

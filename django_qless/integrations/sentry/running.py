@@ -98,10 +98,10 @@ def _in_child() -> bool:
     return child.IN_CHILD
 
 
-def tags(run: JobRun) -> dict[str, Any]:
+def tags(run: JobRun) -> dict[str, str]:
     """The tags of everything the job sends."""
     return {"qless.queue": run.queue, "qless.klass": run.klass, "qless.jid": run.jid,
-            "qless.attempt": run.attempt, "qless.worker": run.worker}
+            "qless.attempt": str(run.attempt), "qless.worker": run.worker}
 
 
 def span_data(run: JobRun) -> dict[str, Any]:
