@@ -18,7 +18,6 @@ from tests.tasks.conftest import TASKS
 from .sentry_support import SentryRun
 
 
-
 @pytest.fixture
 def tasks() -> Iterator[ModuleType]:
     """The task app installed, TASKS on qless, its tasks module."""

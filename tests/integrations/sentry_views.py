@@ -1,0 +1,31 @@
+"""Pages that enqueue jobs, for the Sentry trace tests (this module is their ROOT_URLCONF)."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+
+from tests.testapp.qless_jobs import add
+
+
+def on_commit(request: HttpRequest) -> HttpResponse:
+    """One job enqueued in a transaction: put when it commits (or kept in the outbox)."""
+    with transaction.atomic():
+        jids = [add.enqueue(1, 2)]
+    return HttpResponse(json.dumps(jids))
+
+
+def bulk(request: HttpRequest) -> HttpResponse:
+    """Three jobs in one `enqueue_many`, in a transaction."""
+    with transaction.atomic():
+        jids = add.enqueue_many([((n, n), {}) for n in range(3)])
+    return HttpResponse(json.dumps(jids))
+
+
+urlpatterns = [
+    path("on-commit/", on_commit),
+    path("bulk/", bulk),
+]
