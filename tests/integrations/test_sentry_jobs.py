@@ -154,3 +154,28 @@ def test_an_isolated_job_is_captured_in_its_child_once(
     assert event["tags"]["qless.jid"] == bad and event["_pid"] != os.getpid()
     assert event["exception"]["values"][0]["mechanism"]["type"] == "qless"
     assert set(sentry.by_jid()) == {ok, bad}
+
+
+def test_a_requested_retry_is_no_failure(
+    sentry: SentryRun, qless: Client, run_worker: Run
+) -> None:
+    sentry.init_without_dedupe()
+    jid = qless.queue("q").put("worker.wants_retry", {"args": [60], "kwargs": {}})
+    run_worker("q")
+    assert sentry.events() == []
+    assert trace(sentry.by_jid()[jid])["status"] == "aborted"
+
+
+def test_trace_metadata_another_client_garbled_is_ignored(
+    sentry: SentryRun, qless: Client, run_worker: Run
+) -> None:
+    sentry.init()
+    garbled = [{"sentry": "not an object"}, {"sentry": {"sentry-trace": 5, "baggage": []}},
+               {"sentry": {"sentry-trace": "nonsense"}}]
+    jids = [qless.queue("q").put("sentry.ok", {"args": [], "kwargs": {}, "meta": meta})
+            for meta in garbled]
+    run_worker("q")
+    sent = sentry.by_jid()
+    assert sorted(sent) == sorted(jids)
+    assert all(trace(t)["status"] == "ok" for t in sent.values())
+    assert len({trace(t)["trace_id"] for t in sent.values()}) == len(jids)
