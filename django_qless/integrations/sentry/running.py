@@ -15,7 +15,7 @@ from typing import Any
 import sentry_sdk
 from sentry_sdk.consts import OP, SPANDATA, SPANSTATUS
 from sentry_sdk.scope import Scope
-from sentry_sdk.tracing import Transaction, TransactionSource
+from sentry_sdk.tracing import Transaction
 from sentry_sdk.utils import capture_internal_exceptions, event_from_exception
 
 from ...core.hooks import JobRun
@@ -25,6 +25,8 @@ from .crons import CronOptions, checked_in
 from .propagation import headers_of
 from .verdicts import Verdict, verdict_of
 
+#: The transaction source of a task: `TransactionSource.TASK`, which sentry-sdk 2.15 lacks.
+TASK_SOURCE = "task"
 #: The mechanism of a job's failure: the worker handles it, but the job did not.
 MECHANISM = {"type": "qless", "handled": False}
 
@@ -51,7 +53,7 @@ def _isolated(run: JobRun, crons: CronOptions, origin: str) -> Iterator[None]:
         # With no headers this starts a new trace: never the previous job's.
         transaction = sentry_sdk.continue_trace(
             headers_of(run), op=OP.QUEUE_PROCESS, name=run.klass or "qless job",
-            source=TransactionSource.TASK, origin=origin)
+            source=TASK_SOURCE, origin=origin)
         with checked_in(run, crons):
             yield from _transaction(run, scope, transaction)
 
