@@ -25,7 +25,15 @@ def bulk(request: HttpRequest) -> HttpResponse:
     return HttpResponse(json.dumps(jids))
 
 
+def task(request: HttpRequest) -> HttpResponse:
+    """A Django task sent to `QlessBackend` (TASKS configured by the test)."""
+    from tests.tasks.taskapp.tasks import add as add_task  # noqa: PLC0415 - needs TASKS
+
+    return HttpResponse(json.dumps([add_task.enqueue(2, 3).id]))
+
+
 urlpatterns = [
     path("on-commit/", on_commit),
     path("bulk/", bulk),
+    path("task/", task),
 ]

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.test import RequestFactory, override_settings
 from django.utils import timezone
@@ -22,6 +23,7 @@ from django_qless.integrations.sentry import QlessIntegration
 from django_qless.outbox.models import OutboxEntry
 from django_qless.outbox.sweeper import sweep
 from django_qless.worker import Worker
+from tests.tasks.conftest import TASKS
 
 from .sentry_support import SentryRun, trace
 
@@ -114,6 +116,18 @@ def test_a_job_put_by_the_outbox_sweep_continues_the_request_trace(
     assert report.put == jids
     run_worker("default")
     check_continued(sentry, "/on-commit/", jids)
+
+
+def test_a_django_task_continues_the_request_trace(
+    sentry: SentryRun, run_worker: Run
+) -> None:
+    apps = [*django_settings.INSTALLED_APPS, "tests.tasks.taskapp"]
+    with override_settings(INSTALLED_APPS=apps, TASKS=TASKS):
+        traced(sentry)
+        jids = get("/task/")
+        run_worker("default")
+    check_continued(sentry, "/task/", jids)
+    assert sentry.by_jid()[jids[0]]["transaction"] == "tests.tasks.taskapp.tasks.add"
 
 
 def test_jobs_enqueued_outside_a_request_start_traces_of_their_own(
