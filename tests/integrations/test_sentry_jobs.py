@@ -78,6 +78,7 @@ def test_a_failed_attempt_is_one_exception_event_not_a_log_line(
     # The job's own transaction and breadcrumbs; the transaction failed.
     transactions = sentry.by_jid()
     assert trace(event)["trace_id"] == trace(transactions[bad])["trace_id"]
+    assert trace(event)["span_id"] == trace(transactions[bad])["span_id"]
     assert trace(transactions[bad])["status"] == "internal_error"
     assert [c for c in crumbs(event) if c.startswith("crumb")] == [f"crumb of {bad}"]
     assert ok in transactions

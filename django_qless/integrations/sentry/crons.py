@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sentry_sdk.crons import MonitorStatus, capture_checkin
+from sentry_sdk.utils import capture_internal_exceptions
 
 from ...core.crons import jid_stem
 from ...core.hooks import JobRun
@@ -58,7 +59,10 @@ class Monitor:
 @contextmanager
 def checked_in(run: JobRun, options: CronOptions) -> Iterator[None]:
     """In progress before the job, then ok or error with its duration (a monitored job)."""
-    monitor = monitor_of(run) if options.monitor else None
+    monitor = None
+    if options.monitor:
+        with capture_internal_exceptions():  # a schedule unread is no reason to skip the job
+            monitor = monitor_of(run)
     if monitor is None or options.excludes(monitor.slug):
         yield
         return

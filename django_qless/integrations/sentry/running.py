@@ -14,7 +14,6 @@ from typing import Any
 
 import sentry_sdk
 from sentry_sdk.consts import OP, SPANDATA, SPANSTATUS
-from sentry_sdk.scope import Scope
 from sentry_sdk.tracing import Transaction
 from sentry_sdk.utils import capture_internal_exceptions, event_from_exception
 
@@ -55,10 +54,10 @@ def _isolated(run: JobRun, crons: CronOptions, origin: str) -> Iterator[None]:
             headers_of(run), op=OP.QUEUE_PROCESS, name=run.klass or "qless job",
             source=TASK_SOURCE, origin=origin)
         with checked_in(run, crons):
-            yield from _transaction(run, scope, transaction)
+            yield from _transaction(run, transaction)
 
 
-def _transaction(run: JobRun, scope: Scope, transaction: Transaction) -> Iterator[None]:
+def _transaction(run: JobRun, transaction: Transaction) -> Iterator[None]:
     """The job's transaction around its run, with its status, capturing its failure."""
     sampling = {"qless_job": {"jid": run.jid, "klass": run.klass, "queue": run.queue,
                               "attempt": run.attempt}}
@@ -72,7 +71,7 @@ def _transaction(run: JobRun, scope: Scope, transaction: Transaction) -> Iterato
         verdict = verdict_of(run, exc)
         span.set_status(verdict.status)
         if verdict.reported:
-            _capture(run, scope, exc, verdict)
+            _capture(run, exc, verdict)
         raise
     else:
         span.set_status(SPANSTATUS.OK)
@@ -82,14 +81,14 @@ def _transaction(run: JobRun, scope: Scope, transaction: Transaction) -> Iterato
         span.__exit__(None, None, None)
 
 
-def _capture(run: JobRun, scope: Scope, exc: BaseException, verdict: Verdict) -> None:
-    """The failure as one exception event of the job's scope, with its failure group."""
+def _capture(run: JobRun, exc: BaseException, verdict: Verdict) -> None:
+    """The failure as one exception event, in the job's transaction, with its group."""
     with capture_internal_exceptions():
-        scope.set_tag("qless.group", verdict.group)
         event, hint = event_from_exception(
             (type(exc), exc, exc.__traceback__),
             client_options=sentry_sdk.get_client().options, mechanism=dict(MECHANISM))
-        scope.capture_event(event, hint=hint)
+        event.setdefault("tags", {})["qless.group"] = verdict.group
+        sentry_sdk.capture_event(event, hint=hint)
         duplicates.captured(run.jid, run.attempt)
 
 
