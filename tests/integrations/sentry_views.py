@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+import sentry_sdk
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
-from tests.testapp.qless_jobs import add
+from tests.testapp.qless_jobs import add, explode
 
 
 def on_commit(request: HttpRequest) -> HttpResponse:
@@ -25,6 +26,12 @@ def bulk(request: HttpRequest) -> HttpResponse:
     return HttpResponse(json.dumps(jids))
 
 
+def failing(request: HttpRequest) -> HttpResponse:
+    """A job that fails, and the request's trace (its `sentry-trace` header's value) last."""
+    jids = [explode.using(on_commit=False).enqueue("from a request")]
+    return HttpResponse(json.dumps([*jids, sentry_sdk.get_traceparent()]))
+
+
 def task(request: HttpRequest) -> HttpResponse:
     """A Django task sent to `QlessBackend` (TASKS configured by the test)."""
     from tests.tasks.taskapp.tasks import add as add_task  # noqa: PLC0415 - needs TASKS
@@ -36,4 +43,5 @@ urlpatterns = [
     path("on-commit/", on_commit),
     path("bulk/", bulk),
     path("task/", task),
+    path("failing/", failing),
 ]

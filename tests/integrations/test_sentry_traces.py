@@ -24,10 +24,12 @@ from django_qless.outbox.models import OutboxEntry
 from django_qless.outbox.sweeper import sweep
 from django_qless.worker import Worker
 from tests.tasks.conftest import TASKS
+from tests.testapp.qless_jobs import add
 
 from .sentry_support import SentryRun, trace
 
-pytestmark = [pytest.mark.django_db(transaction=True),
+# Both databases: a burst worker sweeps the outbox of each.
+pytestmark = [pytest.mark.django_db(transaction=True, databases=["default", "other"]),
               pytest.mark.usefixtures("urls")]
 
 Run = Callable[..., Worker]
@@ -130,12 +132,28 @@ def test_a_django_task_continues_the_request_trace(
     assert sentry.by_jid()[jids[0]]["transaction"] == "tests.tasks.taskapp.tasks.add"
 
 
-def test_jobs_enqueued_outside_a_request_start_traces_of_their_own(
+def test_without_tracing_a_failure_is_still_in_the_request_trace(
+    sentry: SentryRun, run_worker: Run
+) -> None:
+    sentry.init([DjangoIntegration(), QlessIntegration()], traces_sample_rate=None)
+    jid, traceparent = get("/failing/")
+    run_worker("default")
+    assert sentry.items("transaction") == []
+    [event] = sentry.events()
+    assert event["tags"]["qless.jid"] == jid
+    assert trace(event)["trace_id"] == traceparent.split("-")[0]
+
+
+def test_jobs_enqueued_outside_any_span_start_traces_of_their_own(
     sentry: SentryRun, qless: Any, run_worker: Run
 ) -> None:
     traced(sentry)
-    first = qless.queue("default").put("tests.testapp.qless_jobs.add",
-                                       {"args": [1, 1], "kwargs": {}})
+    # As the worker's monitor thread puts cron slots: one thread, no request, no span.
+    jids = [add.using(on_commit=False).enqueue(1, 1) for _ in range(2)]
+    jids.append(qless.queue("default").put("tests.testapp.qless_jobs.add",
+                                           {"args": [1, 1], "kwargs": {}}))  # another client
     run_worker("default")
-    [job] = sentry.transactions()
-    assert job["tags"]["qless.jid"] == first and trace(job).get("parent_span_id") is None
+    jobs = sentry.by_jid()
+    assert sorted(jobs) == sorted(jids)
+    assert all(trace(job).get("parent_span_id") is None for job in jobs.values())
+    assert len({trace(job)["trace_id"] for job in jobs.values()}) == 3

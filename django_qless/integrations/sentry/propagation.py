@@ -1,8 +1,9 @@
 """The trace context a job carries from where it is enqueued to the worker that runs it.
 
 It is kept in the job's metadata under `TRACE_KEY`, as the two headers Sentry propagates
-between services (`sentry-trace` and `baggage`), taken when the job is enqueued: the
-request's trace, also when the job is put after commit, by the outbox sweep or in bulk.
+between services (`sentry-trace` and `baggage`), taken when the job is enqueued inside a
+span (a request's transaction, a job's): that trace, also when the job is put after
+commit, by the outbox sweep or in bulk.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ TRACE_KEY = "sentry"
 
 
 def entries() -> Mapping[str, Any] | None:
-    """The current trace's headers as metadata entries (None outside any trace)."""
+    """The current span's trace headers as metadata entries (None outside any span)."""
+    if sentry_sdk.get_current_span() is None:
+        # No request or job is being traced: a thread's own trace (the worker's monitor
+        # putting cron slots, a script) would make all its jobs one trace.
+        return None
     headers = {}
     traceparent = sentry_sdk.get_traceparent()
     if traceparent:
