@@ -68,6 +68,8 @@ class SentryRun:
     def init(self, integrations: list[Any] | None = None, **options: Any) -> None:
         """A fresh client with these integrations (None: `QlessIntegration()`), tracing all."""
         options.setdefault("traces_sample_rate", 1.0)
+        # Only what a test names is patched into the process (redis-py, for one, is not).
+        options.setdefault("auto_enabling_integrations", False)
         chosen = [QlessIntegration()] if integrations is None else integrations
         sentry_sdk.init(dsn="https://key@sentry.invalid/1", transport=EnvelopeFile(self.path),
                         integrations=chosen, **options)
