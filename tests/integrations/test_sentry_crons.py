@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -77,3 +78,8 @@ def test_no_check_in_unless_asked_for(
     run_worker("q")
     assert set(sentry.by_jid()) == set(scheduled.values())
     assert sentry.items("check_in") == []
+
+
+def test_a_bad_exclusion_pattern_fails_at_init() -> None:
+    with pytest.raises(re.error):
+        QlessIntegration(monitor_schedules=True, exclude_schedules=["nightly-("])

@@ -43,6 +43,10 @@ class CronOptions:
     monitor: bool = False
     exclude: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        for rule in self.exclude:
+            re.compile(rule)  # a bad pattern fails `sentry_sdk.init`, not every job's hook
+
     def excludes(self, name: str) -> bool:
         """Whether `exclude` names this schedule (exactly, or by a full regex match)."""
         return any(name == rule or re.fullmatch(rule, name) for rule in self.exclude)
