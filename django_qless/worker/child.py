@@ -45,8 +45,8 @@ PR_SET_PDEATHSIG = 1
 _prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")
           else None)
 
-#: True in a job's child: it ends with `os._exit`, so a run hook that buffers (a tracer's
-#: batch of spans) must flush before its `__exit__` returns.
+#: True in a job's child process: what it leaves to a background thread is lost at its
+#: `os._exit` unless flushed first (a run hook's reports, for instance).
 IN_CHILD = False
 
 #: Database connections inherited from the parent, kept referenced until `os._exit` so no
@@ -57,7 +57,7 @@ _inherited: list[Any] = []
 def run_child(target: Target, job: Job, soft_limit: float | None, report_fd: int,
               fault_fd: int, parent: int) -> NoReturn:
     """Run the job in this (forked) process, report its end on `report_fd`, exit."""
-    global IN_CHILD
+    global IN_CHILD  # noqa: PLW0603 - set once, first thing in the child
     IN_CHILD = True
     code = UNREPORTED
     try:

@@ -19,11 +19,14 @@ from .failures import truncate
 class ChildFailure(Exception):  # noqa: N818 - stands in for any exception class
     """A job's child process failed it; `message` is what the job's failure records."""
 
-    def __init__(self, message: str, *, retry: bool = False) -> None:
+    def __init__(self, message: str, *, retry: bool = False, ran_hooks: bool = False) -> None:
         super().__init__(message.strip().splitlines()[-1] if message.strip() else message)
         self.message = truncate(message)
         #: Whether the job's retry policy retries this failure (decided where it happened).
         self.retry = retry
+        #: Whether the child's run hooks were exited with the real exception (a child that
+        #: was killed, or died, never exited them).
+        self.ran_hooks = ran_hooks
 
 
 class MemoryLimitExceeded(ChildFailure):  # noqa: N818 - the failure group is named after it
@@ -55,4 +58,5 @@ def from_report(report: dict[str, Any]) -> BaseException:
         delay = float(report.get("delay", 0))
         return RetryJob(delay, group=report.get("group"), message=report.get("retry_message"))
     path = str(report.get("path") or "builtins.Exception")
-    return stand_in(path)(str(report.get("message", "")), retry=bool(report.get("retry")))
+    return stand_in(path)(str(report.get("message", "")), retry=bool(report.get("retry")),
+                          ran_hooks=True)

@@ -38,6 +38,7 @@ REQUIRED = {
     "coming from Celery, RQ or huey": "migrating.md",
     "versioning and deprecation": "versioning.md",
     "hooks (enqueue metadata, run wrappers)": "hooks.md",
+    "Sentry (transactions, failures, traces, Crons)": "sentry.md",
 }
 #: Prose words (outside code blocks) a page needs to count as more than a stub.
 MIN_WORDS = 300
@@ -62,6 +63,8 @@ MUST_MENTION = {
                     "SIGALRM", "Windows", "installed app"],
     "migrating.md": ["Celery", "RQ", "huey", "acks_late", "max-concurrency", "depends",
                      "recur=", "Flower"],
+    "sentry.md": ["QlessIntegration", "DjangoIntegration", "queue.process", "mechanism",
+                  "--concurrency", "MASKED_PATTERNS", "monitor_schedules", "django_qless[sentry]"],
     "versioning.md": ["semantic versioning", "DeprecationWarning", "public API",
                       "at least one minor release", "qless-core"],
 }
