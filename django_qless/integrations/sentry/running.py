@@ -15,6 +15,7 @@ from typing import Any
 import sentry_sdk
 from sentry_sdk.consts import OP, SPANDATA, SPANSTATUS
 from sentry_sdk.tracing import Transaction
+from sentry_sdk.tracing_utils import has_tracing_enabled
 from sentry_sdk.utils import capture_internal_exceptions, event_from_exception
 
 from ...core.hooks import JobRun
@@ -49,12 +50,30 @@ def _isolated(run: JobRun, crons: CronOptions, origin: str) -> Iterator[None]:
         for name, value in tags(run).items():
             scope.set_tag(name, value)
         scope.add_event_processor(job_processor(run))
+        if not has_tracing_enabled(sentry_sdk.get_client().options):
+            # Errors only: no transaction to build and discard (most of the hook's cost);
+            # a failure's event still carries the enqueuing request's trace id.
+            scope.generate_propagation_context(headers_of(run))
+            with checked_in(run, crons):
+                yield from _errors_only(run)
+            return
         # With no headers this starts a new trace: never the previous job's.
         transaction = sentry_sdk.continue_trace(
             headers_of(run), op=OP.QUEUE_PROCESS, name=run.klass or "qless job",
             source=TASK_SOURCE, origin=origin)
         with checked_in(run, crons):
             yield from _transaction(run, transaction)
+
+
+def _errors_only(run: JobRun) -> Iterator[None]:
+    """The job's run without tracing: only its failure is captured."""
+    try:
+        yield
+    except BaseException as exc:
+        verdict = verdict_of(run, exc)
+        if verdict.reported:
+            _capture(run, exc, verdict)
+        raise
 
 
 def _transaction(run: JobRun, transaction: Transaction) -> Iterator[None]:
