@@ -39,6 +39,7 @@ REQUIRED = {
     "versioning and deprecation": "versioning.md",
     "hooks (enqueue metadata, run wrappers)": "hooks.md",
     "Sentry (transactions, failures, traces, Crons)": "sentry.md",
+    "observability (Sentry, OpenTelemetry, Prometheus, logs)": "observability.md",
 }
 #: Prose words (outside code blocks) a page needs to count as more than a stub.
 MIN_WORDS = 300
@@ -65,6 +66,10 @@ MUST_MENTION = {
                      "recur=", "Flower"],
     "sentry.md": ["QlessIntegration", "DjangoIntegration", "queue.process", "mechanism",
                   "--concurrency", "MASKED_PATTERNS", "monitor_schedules", "django_qless[sentry]"],
+    "observability.md": ["QlessIntegration", "QlessInstrumentor().instrument()",
+                         'include("django_qless.urls")', "qless_metrics", "JsonFormatter",
+                         "jid", "QlessJobsPanel", '"HOOKS"', "sentry.md", "opentelemetry.md",
+                         "metrics.md", "signals.md", "debug-toolbar.md", "hooks.md"],
     "versioning.md": ["semantic versioning", "DeprecationWarning", "public API",
                       "at least one minor release", "qless-core"],
 }
