@@ -1,6 +1,7 @@
 """Enqueue cost: `.enqueue()` one call at a time, and `.enqueue_many()` in batches.
 
 Run: python bench/enqueue.py [--jobs N] [--rounds R] [--batch B] [--redis-server PATH]
+     [--json PATH]
 
 A private redis-server and a `@qless_job` with one integer argument, outside any
 transaction (no database: the put goes straight to Redis). Per mode and round: puts/s
@@ -17,6 +18,7 @@ turn (1 / (client + Redis)), pipelined batches overlap them (1 / max(client, Red
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=1000, help="items per enqueue_many call")
     parser.add_argument("--redis-server", default=None)
+    parser.add_argument("--json", default=None, help="also write the medians to this file")
     options = parser.parse_args()
 
     with django_on_private_redis(options.redis_server) as server:
@@ -117,14 +120,20 @@ def run_modes(client: redis.Redis, record: object, options: argparse.Namespace) 
     enqueue = record.enqueue  # type: ignore[attr-defined]
     many = getattr(record, "enqueue_many", None)
 
+    from bench_integrations import request_span  # noqa: PLC0415 - beside the bench's app
+
+    # With $BENCH_INTEGRATION set (bench/integrations.py) the puts run inside a span, as in
+    # a web request; without it, in nothing.
     def single() -> None:
-        for i in range(jobs):
-            enqueue(i)
+        with request_span():
+            for i in range(jobs):
+                enqueue(i)
 
     def bulk() -> None:
         assert many is not None
-        for start in range(0, jobs, batch):
-            many([((i,), {}) for i in range(start, min(start + batch, jobs))])
+        with request_span():
+            for start in range(0, jobs, batch):
+                many([((i,), {}) for i in range(start, min(start + batch, jobs))])
 
     modes: dict[str, Callable[[], None]] = {"single .enqueue()": single}
     if many is not None:
@@ -136,6 +145,10 @@ def run_modes(client: redis.Redis, record: object, options: argparse.Namespace) 
         for name, run in modes.items():
             samples[name].append(measure(client, jobs, run))
     print_medians(client, f"{jobs:,} jobs x {options.rounds} rounds", "mode", 36, samples)
+    if options.json:
+        medians = {name: {figure: statistics.median(r[figure] for r in rounds)
+                          for figure in rounds[0]} for name, rounds in samples.items()}
+        Path(options.json).write_text(json.dumps(medians, indent=2), encoding="utf-8")
     for name, rounds in samples.items():
         client = statistics.median(r["client CPU us/put"] for r in rounds)
         server = statistics.median(r["Redis CPU us/put"] for r in rounds)
