@@ -16,7 +16,7 @@ from typing import Any
 
 from .conf import QlessSettings
 from .core.submission import Submission
-from .enqueue.calls import Call, split_call
+from .enqueue.calls import Call, note_position, split_call
 from .job_spec import JobSpec
 
 
@@ -40,6 +40,6 @@ def check_calls(
                 encoded = spec.encode_call(settings, args, kwargs)
                 submissions.append(first.with_job(spec.new_jid(encoded), encoded))
         except Exception as exc:
-            exc.add_note(f"{spec.name}.enqueue_many(): call #{index}; nothing was enqueued")
+            note_position(exc, f"{spec.name}.enqueue_many(): call #{index}; nothing was enqueued")
             raise
     return None if first is None else (connection, submissions)

@@ -27,3 +27,16 @@ def split_call(call: object) -> Call:
     if not isinstance(kwargs, Mapping):
         raise InvalidJobError(f"kwargs must be a dict, got {type(kwargs).__name__}")
     return args, kwargs
+
+
+def note_position(exc: BaseException, text: str) -> None:
+    """Add `text` to the notes of a bulk call's error (`__notes__`, also on Python 3.10)."""
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        add_note(text)
+    else:  # Python 3.10: no add_note yet; tracebacks do not show notes, the error keeps them
+        notes = getattr(exc, "__notes__", None)
+        if not isinstance(notes, list):
+            notes = []
+            setattr(exc, "__notes__", notes)  # noqa: B010 - typeshed knows it from 3.11 only
+        notes.append(text)

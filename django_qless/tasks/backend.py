@@ -24,7 +24,7 @@ from ..connection import alias_for_queue, get_client
 from ..core import Client, InvalidArgumentError, Job, JobDataError, validation
 from ..core.submission import PutOptions, Submission
 from ..enqueue import dispatch
-from ..enqueue.calls import split_call
+from ..enqueue.calls import note_position, split_call
 from ..enqueue.request import Enqueue
 from .compat import (
     BaseTaskBackend,
@@ -115,7 +115,7 @@ class QlessBackend(BaseTaskBackend):
                 result = self._new_result(task, args, kwargs)
                 prepared.append((result, self.submission(result, self._encode(client, result))))
             except Exception as exc:
-                exc.add_note(f"{task.module_path}: enqueue_many() call #{index}; nothing was "
+                note_position(exc, f"{task.module_path}: enqueue_many() call #{index}; nothing was "
                              "enqueued")
                 raise
         if prepared:
