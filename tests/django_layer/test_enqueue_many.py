@@ -19,6 +19,7 @@ from django_qless.core import (
     commands,
 )
 from django_qless.core import put_many as put_many_module
+from django_qless.enqueue.calls import note_position
 from django_qless.exceptions import InvalidJobError
 from django_qless.outbox.models import OutboxEntry
 from tests.django_layer.test_outbox import UNREACHABLE, age_rows, back_up, sweep_now
@@ -253,3 +254,18 @@ def test_redis_down_at_commit_keeps_the_rows_for_the_sweep(
     assert sorted(sweep_now().put) == sorted(jids)
     assert sorted(sent["jid"] for sent in enqueued) == sorted(jids)
     assert OutboxEntry.objects.count() == 0
+
+
+def test_a_bad_calls_position_is_noted_where_exceptions_have_no_add_note() -> None:
+    class OldStyleError(Exception):
+        """An exception as Python 3.10 makes them: no add_note."""
+
+        def __getattribute__(self, name: str) -> object:
+            if name == "add_note":
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    error = OldStyleError("bad")
+    note_position(error, "call #1")
+    note_position(error, "call #2")
+    assert error.__notes__ == ["call #1", "call #2"]
