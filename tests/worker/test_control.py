@@ -128,6 +128,12 @@ def test_each_process_of_a_supervisor_hears_its_own_orders(
     jids = [put("worker.mark") for _ in range(6)]
     wait_for(lambda: all(job_state(qless, jid) == "complete" for jid in jids), timeout=15)
     assert {entry["worker"] for entry in ledger()} == {other_name}
+    # A stopped process ends like one at --max-jobs: the supervisor starts another.
+    assert control.send(qless, other_name, control.STOP, "alice") == 1
+    wait_for(lambda: {p.name for p in presences(qless)} - {paused_name, other_name},
+             timeout=20, what="a process in place of the stopped one")
+    assert other_name not in {p.name for p in presences(qless)}
+    assert supervisor.proc.poll() is None
     supervisor.signal(signal.SIGTERM)
     assert supervisor.wait() == 0, supervisor.output()
 
