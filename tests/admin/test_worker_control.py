@@ -9,15 +9,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis.client
+from django.apps import apps as django_apps
+from django.contrib.auth.models import Permission
+from django.db import connection
 from django.test import Client as HttpClient
 
 from django_qless.audit_log.models import AuditEntry
 from django_qless.core import Client, keys
 from django_qless.core.presence import publish
+from django_qless.models import PERMISSIONS
 from tests.admin.conftest import messages_of, post, url
 from tests.admin.test_workers_page import presence
 from tests.support import wait_for
@@ -120,3 +126,13 @@ def test_an_unknown_order_is_refused(
 ) -> None:
     post(operator, "worker_control", {"name": NAME, "action": "restart"})
     assert heard(listening) == [] and not AuditEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_existing_database_gets_the_new_description_of_manage_queues() -> None:
+    migration = import_module("django_qless.migrations.0004_manage_queues_covers_workers")
+    ours = Permission.objects.filter(content_type__app_label="django_qless",
+                                     codename="manage_queues")
+    ours.update(name="Can pause queues, change queue settings and forget workers")
+    migration.rename(django_apps, SimpleNamespace(connection=connection))
+    assert ours.get().name == migration.NAME == dict(PERMISSIONS)["manage_queues"]
