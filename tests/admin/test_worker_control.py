@@ -104,9 +104,16 @@ def test_stop_asks_first_then_publishes_and_audits(
 def test_an_order_no_process_hears_says_so_and_is_not_audited(
     qless: Client, operator: HttpClient,
 ) -> None:
-    # Reporting, but nothing subscribed: stopped since, or another client's worker.
+    # Listed, but only another client's worker listens, on qless's own worker channel.
     publish(qless, presence(NAME, qless.now()), ttl=30)
-    response = post(operator, "worker_control", {"name": NAME, "action": "pause"})
+    theirs = qless.redis.pubsub()  # type: ignore[no-untyped-call]
+    theirs.subscribe(keys.worker_channel(NAME))
+    wait_for(lambda: theirs.get_message(timeout=0.1), what="the subscription")
+    try:
+        response = post(operator, "worker_control", {"name": NAME, "action": "pause"})
+        assert theirs.get_message(timeout=0.3) is None
+    finally:
+        theirs.close()
     [message] = messages_of(response)
     assert "reached no one" in message and "Nothing was changed" in message
     assert not AuditEntry.objects.exists()
