@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from ..core import InvalidArgumentError
+from ..core import InvalidArgumentError, control
 from ..core import validation as check
 from ..core.config import coerce
 
@@ -143,6 +143,12 @@ class WorkerForm(forms.Form):
     def clean_name(self) -> str:
         """A valid worker name."""
         return str(checked(check.worker_name, self.cleaned_data["name"]))
+
+
+class WorkerControlForm(WorkerForm):
+    """Pause, resume or stop a worker."""
+
+    action = forms.ChoiceField(choices=[(a, a) for a in control.ACTIONS])
 
 
 class RecurringForm(forms.Form):

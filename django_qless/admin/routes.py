@@ -28,6 +28,7 @@ from .views import (
     queues,
     recurring,
     recurring_run,
+    worker_control,
     workers,
 )
 from .views.audit import audit_page
@@ -118,6 +119,8 @@ ROUTES: tuple[Route, ...] = (
     page(models.Worker, "", workers.worker_list, "workers"),
     page(models.Worker, "w/<qless_name:name>/", workers.worker_page, "worker"),
     action(models.Worker, "forget/", workers.forget, "worker_forget", permissions.QUEUES),
+    action(models.Worker, "control/", worker_control.control_action, "worker_control",
+           permissions.QUEUES),
     page(models.RecurringJob, "", recurring.recurring_list, "recurring_list"),
     page(models.RecurringJob, "r/<qless_name:jid>/", recurring.recurring_page, "recurring"),
     action(models.RecurringJob, "update/", recurring.update, "recurring_update",

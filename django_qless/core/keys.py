@@ -63,6 +63,12 @@ def worker_channel(worker: str) -> str:
     return f"ql:w:{worker}"
 
 
+def worker_control(worker: str) -> str:
+    """The channel where the admin asks one `qless_worker` process to pause, resume or stop
+    (ours, not `worker_channel`: only our workers subscribe, so PUBLISH counts them)."""
+    return f"{OWN_PREFIX}control:{worker}"
+
+
 def worker_presence(worker: str) -> str:
     """The hash a `qless_worker` process publishes about itself (expires when it stops)."""
     return f"{OWN_PREFIX}worker:{worker}"

@@ -66,6 +66,8 @@ class Presence:
     klasses: tuple[KlassCount, ...] = field(default=())
     #: Jobs that caught their interruption (time limit, lost lock) and ran on.
     swallowed: int = 0
+    #: Who paused it from the admin; empty while it pops.
+    paused_by: str = ""
 
     def fields(self) -> dict[str, str]:
         """The hash fields, as text."""
@@ -78,7 +80,7 @@ class Presence:
             "load": repr(self.load), "cpu_seconds": repr(self.cpu_seconds),
             "settings": json.dumps(dict(self.settings)),
             "klasses": json.dumps([[k.klass, k.done, k.failed] for k in self.klasses]),
-            "swallowed": str(self.swallowed),
+            "swallowed": str(self.swallowed), "paused_by": self.paused_by,
         }
 
     @classmethod
@@ -101,6 +103,7 @@ class Presence:
                 klasses=tuple(KlassCount(str(k), int(d), int(f))
                               for k, d, f in json.loads(raw.get("klasses", "[]"))),
                 swallowed=int(raw.get("swallowed", "0")),
+                paused_by=raw.get("paused_by", ""),
             )
         except (KeyError, ValueError, TypeError, AttributeError):
             return None

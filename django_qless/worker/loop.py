@@ -22,6 +22,7 @@ from ..exceptions import QlessConfigurationError
 from ..registry import autodiscover
 from .aio import JobLoop
 from .client import worker_client
+from .control import WorkerControl
 from .crashes import enable_faulthandler
 from .cron_slots import CronSlots
 from .fetcher import Fetcher
@@ -65,10 +66,12 @@ class Worker:
             [self.client.queue(name) for name in options.queues], options.strategy
         )
         self.stop = StopState()
+        #: The admin's orders (pause, resume, stop), heard by the monitor thread.
+        self.control = WorkerControl(self.name, self.stop)
         self.limits = Limits(options, self.stop)
         self.interrupter = Interrupter(use_signals=options.handle_signals)
         self.waker = Waker(self.client, options.queues, options.poll_interval,
-                           lambda: self.stop.requested)
+                           lambda: self.stop.requested or self.control.paused)
         reporter = Reporter(self.name, options.concurrency)
         self.fetcher = Fetcher(self.client, self.order, options, self.stop, reporter,
                                guard_client=self.monitor_client)
@@ -84,12 +87,14 @@ class Worker:
             self.monitor_client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
             waker=self.waker, fetcher=self.fetcher, presence=self.presence,
-            crons=self.crons,
+            crons=self.crons, control=self.control,
         )
         self.runner = JobRunner(options, self.monitor, self.interrupter, reporter)
         #: The event loop of `async def` jobs, one for the worker's life.
         self.job_loop = JobLoop(self.interrupter)
         self.handlers = SignalHandlers(self.stop, self.name)
+        self.presence.paused_by = lambda: self.control.paused_by
+        self.control.changed = self.presence.soon
         self.clock = ClockWatch(self.client, self.order.queues)
         from ..outbox.drain import BurstDrain  # noqa: PLC0415 - a model: needs the app registry
         from ..outbox.sweeper import Sweeper  # noqa: PLC0415
@@ -210,6 +215,9 @@ class Worker:
         while not self.stop.requested:
             if self._clock_stepped():
                 break
+            if self.control.paused:
+                self._paused()
+                continue
             round_started = self.client.now()
             ran = self._round()
             if ran is None:
@@ -223,6 +231,14 @@ class Worker:
                 # Already listening: nothing was put since, so sleep. (Right after
                 # subscribing, pop once more first: a put may have come just before.)
                 self.waker.sleep(round_started)
+
+    def _paused(self) -> None:
+        """Paused by the admin: pop nothing; jobs popped ahead go back to their queues."""
+        self.fetcher.settle()
+        self.fetcher.hand_back_held("worker paused")
+        # Events would pile up for nothing: the worker pops again only once resumed.
+        self.waker.quiet()
+        time.sleep(SLICE)
 
     def _burst_empty(self) -> None:
         """Queues empty: stop, unless the outbox had jobs to put (or soon will)."""

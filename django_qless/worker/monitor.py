@@ -2,7 +2,8 @@
 
 One long-lived daemon thread per worker (nothing is started per job). It blocks on the
 worker's own pub/sub channel (`keys.worker_channel`), where qless publishes `lock_lost` and
-`canceled` for jobs this worker holds, so a lost lock is seen at once; between messages it
+`canceled` for jobs this worker holds, so a lost lock is seen at once; the same connection
+hears the admin's orders (`keys.worker_control`, see `control`). Between messages it
 wakes up for the next heartbeat, the time limit (when no timer enforces it) and the
 shutdown deadline. While no job runs, it only wakes every `TICK` seconds.
 It also re-checks the shared lease settings (`health.LeaseGuard`), whose verdict
@@ -37,6 +38,8 @@ import redis
 import redis.client
 
 from ..core import Client, Job, LockLostError, commands, keys
+from ..core.control import decode
+from ..core.presence import text
 from .fence import Fence, FenceWatch
 from .interrupt import (
     Interrupter,
@@ -51,6 +54,7 @@ from .log_fields import job_fields
 from .state import RunningJob, StopState
 
 if TYPE_CHECKING:
+    from .control import WorkerControl
     from .cron_slots import CronSlots
     from .fetcher import Fetcher
     from .presence import PresenceReporter
@@ -93,6 +97,7 @@ class Monitor(threading.Thread):
         fetcher: Fetcher | None = None,
         presence: PresenceReporter | None = None,
         crons: CronSlots | None = None,
+        control: WorkerControl | None = None,
     ) -> None:
         super().__init__(name=f"qless-monitor-{client.worker_name}", daemon=True)
         self.client = client
@@ -105,6 +110,8 @@ class Monitor(threading.Thread):
         self.presence = presence
         #: Puts the due slot jobs of cron schedules (`cron_slots`).
         self.crons = crons
+        #: Carries out the admin's orders (pause, resume, stop).
+        self.control = control
         self.current: RunningJob | None = None
         self.heartbeats = 0
         self._recent: OrderedDict[str, tuple[str, float]] = OrderedDict()
@@ -116,6 +123,7 @@ class Monitor(threading.Thread):
         self._announced = False
         self._interrupting = threading.Lock()
         self.channel = keys.worker_channel(client.worker_name)
+        self.control_channel = keys.worker_control(client.worker_name)
         #: Stops the jobs whose lease could not be renewed in time.
         self.fences = FenceWatch(client.worker_name)
 
@@ -237,7 +245,7 @@ class Monitor(threading.Thread):
         self._ping.check(pubsub)
         message: dict[str, Any] | None = pubsub.get_message(timeout=timeout)
         if message is not None and message.get("type") == "subscribe":
-            self._subscribed.set()  # a confirmation later than `_subscribe` waited
+            self._confirmed(message)  # a confirmation later than `_subscribe` waited
             return None
         if message is not None and self._ping.answered(message):
             return None
@@ -248,17 +256,25 @@ class Monitor(threading.Thread):
         pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
         self._pubsub = pubsub
         self._ping.restart()
-        pubsub.subscribe(self.channel)
+        pubsub.subscribe(self.channel, self.control_channel)
         # Not past the running job's next heartbeat: the confirmation can also come later.
         deadline = time.monotonic() + min(SUBSCRIBE_WAIT, max(self._timeout(), 0.1))
         while time.monotonic() < deadline:
             message = pubsub.get_message(timeout=0.1)
             if message is not None and message["type"] == "subscribe":
-                self._subscribed.set()
-                break
+                if self._confirmed(message):
+                    break
+                continue
             if message is not None:
                 self._on_message(message)
         return pubsub
+
+    def _confirmed(self, message: dict[str, Any]) -> bool:
+        """Whether a confirmation is the last one (both channels); sets `_subscribed`."""
+        if message.get("data") != 2:
+            return False
+        self._subscribed.set()
+        return True
 
     def _close(self) -> None:
         """Drop the pub/sub connection (the next read subscribes again)."""
@@ -270,7 +286,10 @@ class Monitor(threading.Thread):
                 pass
 
     def _on_message(self, message: dict[str, Any]) -> None:
-        """A `lock_lost` or `canceled` event: stop that job if it runs here."""
+        """A `lock_lost` or `canceled` event: stop that job if it runs here; or an order."""
+        if text(message.get("channel", "")) == self.control_channel:
+            self._on_order(message)
+            return
         event = lock_event(message)
         if event is None:
             return
@@ -284,6 +303,13 @@ class Monitor(threading.Thread):
                 return
         if self._about_this_run(running, kind):
             self._lose(running, kind)
+
+    def _on_order(self, message: dict[str, Any]) -> None:
+        """An order from the admin (ignored when not well formed)."""
+        order = decode(message.get("data")) if message.get("type") == "message" else None
+        if order is None or self.control is None:
+            return
+        self.control.apply(order)
 
     def _about_this_run(self, running: RunningJob, event: str) -> bool:
         """Whether an event about a running job concerns its current lease (it does here:

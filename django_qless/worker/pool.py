@@ -73,7 +73,8 @@ class PoolWorker(Worker):
         self.renewals = Renewals(
             self.monitor_client, self.interrupter, self.stop,
             shutdown_timeout=options.shutdown_timeout, parent_pid=options.parent_pid,
-            waker=None, fetcher=self.fetcher, presence=self.presence, crons=self.crons)
+            waker=None, fetcher=self.fetcher, presence=self.presence, crons=self.crons,
+            control=self.control)
         self.monitor = self.renewals
         self.presence.current = lambda: None
         self.presence.running_jobs = self.renewals.running
@@ -99,7 +100,8 @@ class PoolWorker(Worker):
         self.pop_round_trips = 0
         #: How long recent jobs ran: jobs are popped ahead only while they are short.
         self.durations = DurationAverage()
-        self.waker.should_stop = lambda: self.stop.requested or self.slots.freed.is_set()
+        self.waker.should_stop = lambda: (self.stop.requested or self.slots.freed.is_set()
+                                          or self.control.paused)
 
     def _runner(self, interrupter: Interrupter) -> JobRunner:
         """A slot's runner: its own interrupter and database hygiene, the shared monitor."""
@@ -281,6 +283,12 @@ class PoolWorker(Worker):
         while not self.stop.requested:
             if self._clock_stepped():
                 break
+            if self.control.paused:
+                # Running jobs go on in their slots; held ones go back to their queues.
+                self._give_back_held("worker paused")
+                self.waker.quiet()
+                time.sleep(SLICE)
+                continue
             if self._wanted() <= 0:
                 self.slots.wait_freed(SLICE)
                 if self._held_too_long():

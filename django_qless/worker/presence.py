@@ -58,11 +58,17 @@ class PresenceReporter:
         self.running_jobs: Callable[[], Sequence[Running]] | None = None
         #: How many jobs swallowed their interruption (counted with `--concurrency N`).
         self.swallowed: Callable[[], int] = lambda: 0
+        #: Who paused the worker from the admin (None while it pops).
+        self.paused_by: Callable[[], str | None] = lambda: None
         self.counts = counts
         self.started = time.time()
         self.host = socket.gethostname()
         self._next = 0.0
         self._shown: str | None = None
+
+    def soon(self) -> None:
+        """Publish at the monitor's next tick (a pause or resume is shown at once)."""
+        self._next = 0.0
 
     def claim(self) -> None:
         """The first publication, at start: refused (`WorkerNameInUseError`) while another
@@ -119,6 +125,7 @@ class PresenceReporter:
             load=load_average(), cpu_seconds=cpu_seconds(), settings=self.settings,
             # dict() copies a Counter in one C call: the job thread may add a klass meanwhile.
             klasses=busiest_klasses(dict(self.klass_outcomes)), swallowed=self.swallowed(),
+            paused_by=self.paused_by() or "",
         )
 
     def _running(self) -> Sequence[Running]:

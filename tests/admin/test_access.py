@@ -17,7 +17,7 @@ from django.test import Client as HttpClient
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from django_qless.audit_log.models import AuditEntry
-from django_qless.core import Client
+from django_qless.core import Client, keys
 from tests.admin.conftest import ALL_PERMS, World, logged_in, plant
 from tests.recurring.cron_helpers import define
 
@@ -35,6 +35,7 @@ PAGE_PERMS = {"auditentry_changelist": "view_audit", "audit": "view_audit"}
 ACTIONS = {
     "queue_pause": "manage_queues", "queue_unpause": "manage_queues",
     "queue_settings": "manage_queues", "worker_forget": "manage_queues",
+    "worker_control": "manage_queues",
     "job_retry": "retry_jobs", "job_timeout": "retry_jobs", "tag_retry": "retry_jobs",
     "failure_retry": "retry_jobs", "failure_retry_all": "retry_jobs",
     "job_cancel": "cancel_jobs", "tag_cancel": "cancel_jobs", "failure_cancel": "cancel_jobs",
@@ -87,7 +88,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 49
+    assert len(found) == len(PAGES) + len(ACTIONS) == 50
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:
@@ -167,6 +168,7 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
         "queue_pause": {"queue": "jobs"}, "queue_unpause": {"queue": "jobs"},
         "queue_settings": {"queue": "jobs", "heartbeat": "30", "max_concurrency": "2"},
         "worker_forget": {"name": world.worker},
+        "worker_control": {"name": world.worker, "action": "stop", "confirmed": "yes"},
         "job_retry": {"jids": [world.failed]}, "job_timeout": {"jids": [world.running]},
         "tag_retry": {"tag": "red"}, "failure_retry": {"group": world.group},
         "failure_retry_all": {"confirmed": "yes"},
@@ -219,10 +221,19 @@ def test_the_same_posts_with_a_token_do_change_things(
             define(qless, "0 3 * * *", name="nightly")
         if name == "worker_forget":  # only a worker that stopped reporting can be forgotten
             redis_client.zadd("ql:workers", {world.worker: qless.now() - 7200})
+        if name == "worker_control":  # a worker listening: an order changes no key
+            listener = redis_client.pubsub()  # type: ignore[no-untyped-call]
+            listener.subscribe(keys.worker_control(world.worker))
+            assert listener.get_message(timeout=5)["type"] == "subscribe"
         before, audited = keyspace(), AuditEntry.objects.count()
         response = client.post(app_url(name, world), action_bodies(world)[name])
         assert response.status_code == 302, name
-        assert keyspace() != before, name
+        if name == "worker_control":
+            order = listener.get_message(timeout=5)
+            listener.close()
+            assert order is not None and '"action": "stop"' in str(order["data"]), name
+        else:
+            assert keyspace() != before, name
         assert AuditEntry.objects.count() > audited, f"{name} is not in the audit log"
     assert LogEntry.objects.count() >= len(ACTIONS)
 

@@ -44,6 +44,8 @@ NARROW = 375
 SCROLLERS = ".qless-selection .results, .qless-scroll, .qless-graph-body, pre"
 #: A qless_worker process that publishes its presence.
 REPORTING = "web-1-4242-3f2a9c1e"
+#: One paused from the admin (its badge, and Resume in place of Pause).
+PAUSED = "web-2-4343-7b1d0e55"
 QUEUE_TABS = ("stats", "running", "waiting", "scheduled", "stalled", "depends", "recurring")
 
 ADMIN_CSS = Path(__file__).resolve().parents[2] / "django_qless/static/django_qless/admin.css"
@@ -79,6 +81,10 @@ def plant_everything(qless: Client) -> tuple[World, str]:
         queues=("busy", "jobs"), started=now - 5400, seen=now, done=18_234, failed=12,
         rss_bytes=92 * 1024 * 1024,
         running=(RunningJob(world.running, "app.jobs.render_invoice", now - 12),),
+    ), ttl=60)
+    publish(qless, Presence(
+        name=PAUSED, host="web-2", pid=4343, version="0.1.0", queues=("jobs",),
+        started=now - 600, seen=now, done=12, paused_by="alice",
     ), ttl=60)
     return world, retried
 
@@ -124,6 +130,7 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "workers": url("workers"),
         "worker": url("worker", name=world.worker),
         "worker (reporting)": url("worker", name=REPORTING),
+        "worker (paused)": url("worker", name=PAUSED),
         "recurring list": url("recurring_list"),
         "recurring": url("recurring", jid=world.recurring),
         "recurring (managed)": url("recurring", jid=schedule_jid("recurapp.poll_feed")),

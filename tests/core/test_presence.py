@@ -26,6 +26,7 @@ def presence(name: str, seen: float = 1_700_000_000.0) -> Presence:
         running=(RunningJob("j1", "app.jobs.send", seen - 3.5),),
         load=0.75, cpu_seconds=12.5, settings=(("strategy", "ordered"), ("prefetch", "1")),
         klasses=(KlassCount("app.jobs.send", 8, 2), KlassCount("app.jobs.sync", 2, 0)),
+        swallowed=1, paused_by="alice",
     )
 
 
