@@ -14,6 +14,8 @@ JSON or too large, is logged once per process and skipped: the job is never lost
 
 from __future__ import annotations
 
+import sys
+
 from .core.hooks import (
     META_KEY,
     EnqueueHook,
@@ -27,6 +29,15 @@ from .core.hooks import (
     remove_run_hook,
 )
 
+
+def in_job_child() -> bool:
+    """Whether this process is the child of one job (`--isolation process`), which ends
+    with `os._exit`: a run hook that buffers (spans, events) must flush before it exits."""
+    # Read, never imported: a web process has no worker modules to load for this.
+    child = sys.modules.get("django_qless.worker.child")
+    return bool(child is not None and child.IN_CHILD)
+
+
 __all__ = [
     "META_KEY",
     "EnqueueHook",
@@ -35,6 +46,7 @@ __all__ = [
     "RunHook",
     "add_enqueue_hook",
     "add_run_hook",
+    "in_job_child",
     "metadata_of",
     "remove_enqueue_hook",
     "remove_run_hook",

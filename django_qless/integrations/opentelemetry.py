@@ -9,7 +9,6 @@ continues the enqueuer's trace, whichever process puts the job and however late.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Collection, Mapping
 from contextvars import Token
 from types import TracebackType
@@ -25,6 +24,7 @@ from ..hooks import (
     PendingJob,
     add_enqueue_hook,
     add_run_hook,
+    in_job_child,
     remove_enqueue_hook,
     remove_run_hook,
 )
@@ -130,7 +130,7 @@ class Processing:
                 self.span.record_exception(exc)
                 self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
             self.span.end()
-            if _in_job_child():
+            if in_job_child():
                 # The child leaves by os._exit: a batch processor's spans would die with it.
                 provider = self.hooks.provider or trace.get_tracer_provider()
                 flush = getattr(provider, "force_flush", None)
@@ -139,13 +139,6 @@ class Processing:
         finally:
             if self.token is not None:
                 context.detach(self.token)
-
-
-def _in_job_child() -> bool:
-    """Whether this is the child process of one job (`--isolation process`)."""
-    # Read, never imported: the web process has no worker modules to load for this.
-    child = sys.modules.get("django_qless.worker.child")
-    return bool(child is not None and child.IN_CHILD)
 
 
 def _common(jid: str, queue: str, operation: str) -> dict[str, str]:

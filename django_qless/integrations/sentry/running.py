@@ -19,6 +19,7 @@ from sentry_sdk.tracing_utils import has_tracing_enabled
 from sentry_sdk.utils import capture_internal_exceptions, event_from_exception
 
 from ...core.hooks import JobRun
+from ...hooks import in_job_child
 from . import duplicates
 from .context import job_processor
 from .crons import CronOptions, checked_in
@@ -38,7 +39,7 @@ def job_scope(run: JobRun, crons: CronOptions, origin: str) -> Iterator[None]:
         with _isolated(run, crons, origin):
             yield
     finally:
-        if _in_child():
+        if in_job_child():
             sentry_sdk.flush()  # the child ends with os._exit: send what it captured now
 
 
@@ -110,12 +111,6 @@ def _capture(run: JobRun, exc: BaseException, verdict: Verdict) -> None:
         sentry_sdk.capture_event(event, hint=hint)
         duplicates.captured(run.jid, run.attempt)
 
-
-def _in_child() -> bool:
-    """Whether this is a job's child process (`--isolation process`)."""
-    from ...worker import child  # noqa: PLC0415 - the run hook runs in the worker alone
-
-    return child.IN_CHILD
 
 
 def tags(run: JobRun) -> dict[str, str]:
