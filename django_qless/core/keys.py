@@ -109,3 +109,7 @@ CRON_INDEX = f"{OWN_PREFIX}crons"
 def channel_name(channel: str) -> str:
     """A channel's name without the namespace (`ql:log` -> `log`)."""
     return channel.removeprefix(PREFIX)
+
+
+#: Deploy markers (zset: JSON `{"label", "at"}` -> epoch seconds), newest kept.
+DEPLOYS = f"{OWN_PREFIX}deploys"
