@@ -124,10 +124,12 @@ class FilterWalk:
     """The jobs a `JobFilter` matches, found a bounded step at a time (a `Selection`)."""
 
     def __init__(
-        self, client: Client, job_filter: JobFilter, *, slice_size: int = SLICE,
-        budget: int = BUDGET,
+        self, client: Client, job_filter: JobFilter, *, slice_size: int | None = None,
+        budget: int | None = None,
     ) -> None:
         check_filter(job_filter)
+        slice_size = SLICE if slice_size is None else slice_size
+        budget = BUDGET if budget is None else budget
         if slice_size < 1 or budget < 1:
             raise InvalidArgumentError("slice_size and budget must be at least 1")
         self.client = client

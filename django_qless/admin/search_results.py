@@ -33,11 +33,12 @@ class ResultPage:
 
 
 def result_page(
-    selection: Selection, cursor: str, *, size: int = PAGE_SIZE, max_steps: int = MAX_STEPS,
-    seconds: float = SECONDS,
+    selection: Selection, cursor: str, *, size: int = PAGE_SIZE, max_steps: int | None = None,
+    seconds: float | None = None,
 ) -> ResultPage:
     """Steps from `cursor` until `size` matches, the end, `max_steps` or `seconds`."""
-    deadline = time.monotonic() + seconds
+    max_steps = MAX_STEPS if max_steps is None else max_steps
+    deadline = time.monotonic() + (SECONDS if seconds is None else seconds)
     found: list[str] = []
     looked, total, steps = 0, None, 0
     at: str | None = cursor
