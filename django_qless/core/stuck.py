@@ -45,6 +45,11 @@ class SilentWorker:
     ours: bool
     last_heard: float | None
 
+    @property
+    def held(self) -> int:
+        """Jobs it holds: under a live lease (`jobs`) or an expired one (`stalled`)."""
+        return self.jobs + self.stalled
+
 
 @dataclass(frozen=True)
 class Blocked:

@@ -61,7 +61,7 @@ def test_other_clients_silent_worker_and_its_stalled_job(
     section = panel(viewer)
     [worker] = lines(section, "worker")
     assert f'href="{url("worker", name="ruby-host-9")}"' in worker
-    assert "qless has not seen it for 2 min 10 s" in worker and "(1 stalled)" in worker
+    assert "holds 1 job (1 stalled) but qless has not seen it for 2 min 10 s" in worker
     [stalled] = lines(section, "stalled")
     assert f'href="{url("queue", name="busy")}?tab=stalled"' in stalled
     assert "1 stalled job in queue busy" in stalled
