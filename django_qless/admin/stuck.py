@@ -9,6 +9,7 @@ bounded; the queue counts, worker counts and latencies come from what the overvi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -83,6 +84,7 @@ class Stuck:
     late: tuple[LateSlot, ...]
     paused: tuple[PausedQueue, ...]
     slow: tuple[SlowQueue, ...]
+    #: Seconds of silence after which another client's worker counts as silent.
     lease: float
     recur_grace: float = RECUR_GRACE
     cron_grace: float = CRON_GRACE
@@ -148,7 +150,7 @@ def build(client: Client, queues: Sequence[QueueCounts], workers: Sequence[Worke
           latencies: Mapping[str, float]) -> Stuck:
     """The panel, from the overview's counts and a few bounded reads of its own."""
     now = client.now()
-    lease = current_lease(client)
+    lease = longest_lease(client)
     paused = pause_times.observe(client, [q.name for q in queues if q.paused], now)
     return Stuck(
         now=now,
@@ -166,6 +168,21 @@ def build(client: Client, queues: Sequence[QueueCounts], workers: Sequence[Worke
         slow=tuple(slow_queues(client, latencies)),
         lease=lease,
     )
+
+
+def longest_lease(client: Client) -> float:
+    """The longest lease a worker may hold: the default or a queue's own `<queue>-heartbeat`
+    (a worker heartbeats once per lease, so silence shorter than that is normal)."""
+    longest = current_lease(client)
+    for key, value in client.config.as_text().items():
+        if key.endswith("-heartbeat"):
+            try:
+                seconds = float(value)
+            except ValueError:
+                continue
+            if math.isfinite(seconds):
+                longest = max(longest, seconds)
+    return longest
 
 
 def slow_queues(client: Client, latencies: Mapping[str, float]) -> list[SlowQueue]:

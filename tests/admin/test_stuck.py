@@ -68,6 +68,16 @@ def test_other_clients_silent_worker_and_its_stalled_job(
     assert "Nothing stuck" not in section
 
 
+def test_a_queues_longer_lease_is_allowed_before_a_worker_counts_as_silent(
+    qless: Client, viewer: HttpClient
+) -> None:
+    qless.queue("busy").heartbeat = 300  # its workers heartbeat every 5 min at most
+    gone = behind(qless, 130, worker="ruby-host-9")
+    gone.queue("busy").put(KLASS, {})
+    gone.queue("busy").pop()
+    assert "Nothing stuck" in panel(viewer)
+
+
 def test_our_worker_that_stopped_reporting(qless: Client, viewer: HttpClient) -> None:
     ours = Client(qless.redis, worker_name="ours-gone")
     ours.queue("busy").put(KLASS, {}, jid="ours-job")
