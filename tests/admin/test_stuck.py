@@ -14,10 +14,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
+from django_qless.admin import stuck
 from django_qless.audit_log.models import AuditEntry
 from django_qless.conf import parse
 from django_qless.core import Client, keys
 from django_qless.core.crons import CronStore
+from django_qless.core.latency import latencies
 from django_qless.core.presence import publish
 from django_qless.core.stuck import DEPENDS_PER_QUEUE
 from tests.admin.conftest import KLASS, World, logged_in, messages_of, post, url
@@ -290,3 +292,28 @@ def test_default_threshold_setting() -> None:
     assert problems == () and custom is not None and custom.admin.latency_threshold == 45.0
     off, problems = parse({"ADMIN": {"LATENCY_THRESHOLD": None}})
     assert problems == () and off is not None and off.admin.latency_threshold is None
+
+
+def calls_of_the_panel(qless: Client) -> dict[str, int]:
+    """Redis commands (name -> calls) one build of the panel runs, from the overview's reads."""
+    queues, workers = qless.queues(), qless.workers.counts()
+    waited = latencies(qless, [queue.name for queue in queues])
+    qless.redis.config_resetstat()
+    stuck.build(qless, queues, workers, waited)
+    stats = qless.redis.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(found["calls"]) for name, found in stats.items()
+            if name not in ("cmdstat_config", "cmdstat_info")}
+
+
+def test_the_panel_reads_the_same_whatever_the_depends_set_holds(qless: Client) -> None:
+    failed = qless.queue("flow").put(KLASS, {}, jid="failed-parent")
+    [job] = qless.queue("flow").pop()
+    job.fail("flow-Error", "boom")
+    for index in range(150):
+        qless.queue("flow").put(KLASS, {}, jid=f"child-{index:04d}", depends=[failed])
+    small = calls_of_the_panel(qless)
+    for index in range(150, 600):
+        qless.queue("flow").put(KLASS, {}, jid=f"child-{index:04d}", depends=[failed])
+    assert calls_of_the_panel(qless) == small
+    assert not {"keys", "scan", "smembers"} & set(small)
+    assert small["sscan"] == DEPENDS_PER_QUEUE  # one step per job looked at
