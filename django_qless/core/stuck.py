@@ -123,16 +123,16 @@ def blocked_dependents(client: Client, depends: Mapping[str, int]) -> BlockedSca
     of each queue's depends set (queue -> its size; the largest `MAX_DEPENDS_QUEUES`)."""
     queues = sorted((q for q, size in depends.items() if size), key=lambda q: (-depends[q], q))
     looked_at = queues[:MAX_DEPENDS_QUEUES]
+    looked = {queue: (min(depends[queue], DEPENDS_PER_QUEUE), depends[queue])
+              for queue in looked_at}
+    looked.update({queue: (0, depends[queue]) for queue in queues[MAX_DEPENDS_QUEUES:]})
     if not looked_at:
-        return BlockedScan((), {})
+        return BlockedScan((), looked)
     pipe = client.redis.pipeline(transaction=False)
     for queue in looked_at:
         pipe.zrange(keys.queue_set(queue, "depends"), 0, DEPENDS_PER_QUEUE - 1)
     waiting = [(queue, _text(jid)) for queue, jids in zip(looked_at, pipe.execute(), strict=True)
                for jid in jids]
-    looked = {queue: (min(depends[queue], DEPENDS_PER_QUEUE), depends[queue])
-              for queue in looked_at}
-    looked.update({queue: (0, depends[queue]) for queue in queues[MAX_DEPENDS_QUEUES:]})
     if not waiting:
         return BlockedScan((), looked)
     pipe = client.redis.pipeline(transaction=False)

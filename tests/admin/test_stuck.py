@@ -131,6 +131,10 @@ def test_the_depends_scan_says_how_far_it_looked(
     assert "Dependencies looked at for the first 2 of 3 jobs waiting on dependencies" in section
     assert f'href="{url("queue", name="flow")}?tab=depends"' in section
     assert DEPENDS_PER_QUEUE == 100  # the module's own bound is back
+    monkeypatch.setattr("django_qless.core.stuck.MAX_DEPENDS_QUEUES", 0)
+    section = panel(viewer)
+    assert "Dependencies not looked at for the 3 jobs waiting on dependencies in queue" in section
+    assert "waits on a failed dependency (of those looked at, see below)" in section
 
 
 def test_recurring_template_due_and_not_spawned(qless: Client, viewer: HttpClient) -> None:
