@@ -4,7 +4,9 @@ Run: python bench/admin_pages.py [--jobs N] [--side S] [--repeat R] [--redis-ser
 
 Starts a private redis-server, fills one queue with N waiting jobs (pipelined `put`
 calls, every tenth tagged), adds S failed, completed and scheduled jobs, 100 workers
-holding jobs, dependencies, tracked jobs and recurring templates, logs a superuser into
+holding jobs, dependencies, tracked jobs and recurring templates, one of each thing the
+overview's "What is stuck" lists (silent workers holding stalled jobs, 1,000 jobs waiting
+on failed ones, overdue recurring templates and cron slots, a paused queue), logs a superuser into
 the admin with Django's test client and times every page the admin routes list, each
 tab of the queue page and both ends of the long lists (median of R renders), and the
 live refreshes of the pages that refresh themselves (the same URL with `X-Qless-Live`),
@@ -40,13 +42,17 @@ from django.test import Client as HttpClient  # noqa: E402
 from django.test.utils import override_settings, setup_test_environment  # noqa: E402
 from django.urls import resolve, reverse  # noqa: E402
 
+from django_qless.admin import stuck  # noqa: E402
 from django_qless.admin.live_requests import HEADER  # noqa: E402
 from django_qless.admin.routes import ROUTES  # noqa: E402
 from django_qless.admin.views.queues import TABS  # noqa: E402
 from django_qless.core import Client, QueueCounts  # noqa: E402
+from django_qless.core.crons import CronStore  # noqa: E402
+from django_qless.core.latency import latencies  # noqa: E402
 from django_qless.core.live import MINUTES, add_throughput, read_history  # noqa: E402
 from django_qless.core.presence import Presence, publish  # noqa: E402
 from tests.conftest import LuaScript  # noqa: E402
+from tests.recurring.cron_helpers import define  # noqa: E402
 from tests.redis_harness import RedisServer, find_redis_server  # noqa: E402
 
 QUEUE = "big"
@@ -66,6 +72,9 @@ BLOCK = 5_000
 LIVE_QUEUES = 100
 #: Suffix of the names of live refreshes in the table of timed pages.
 LIVE = " (live refresh)"
+#: The queue of the "What is stuck" situations, and the silent workers holding its jobs.
+STUCK = "stuck"
+SILENT_WORKERS = 20
 
 
 def fill(lua: LuaScript, jobs: int) -> float:
@@ -123,6 +132,24 @@ def fill_the_rest(lua: LuaScript, side: int) -> None:
             running=()), ttl=3600)
 
 
+def fill_stuck(lua: LuaScript, side: int) -> None:
+    """What the overview's "What is stuck" lists, an hour old: silent workers holding stalled
+    jobs, jobs waiting on failed ones, an overdue recurring template and cron schedule with
+    a slot job not run, and a paused queue."""
+    now = time.time()
+    past = Client(lua.client, worker_name="gone", clock=lambda: now - 3600)
+    for w in range(SILENT_WORKERS):
+        lua.script(keys=[], args=["put", now - 3600, "bench", STUCK, f"held-{w:03d}", KLASS,
+                                  "{}", 0])
+        lua.script(keys=[], args=["pop", now - 3600, STUCK, f"silent-{w:03d}", 1])
+    run_script(lua, [["put", now, "bench", STUCK, f"blocked-{i:04d}", KLASS, "{}", 0,
+                      "depends", f'["failed-{i:06d}"]'] for i in range(min(1000, side))])
+    past.queue(STUCK).recur(KLASS, {}, 86400, jid="overdue-template")
+    define(past, "* * * * *", name="overdue-cron")
+    CronStore(past).create_slots("overdue-cron")
+    Client(lua.client).queue(STUCK).pause()
+
+
 def fill_live_hour(client: Client) -> None:
     """A full hour of throughput (every outcome) and depth samples for `LIVE_QUEUES` queues,
     as busy workers leave it for the overview."""
@@ -175,6 +202,7 @@ def pages(jobs: int) -> dict[str, str]:
         "recurring list": page_url("recurring_list"),
         "recurring page": page_url("recurring", jid="recur-00"),
         "config": page_url("config"),
+        "audit": page_url("audit"),
         "metrics (Prometheus)": reverse("django_qless:metrics"),
     }
     live = ("overview", "queue running tab", "job page (waiting)", "failures", "workers",
@@ -206,6 +234,20 @@ def time_page(client: HttpClient, path: str, repeat: int, *, live: bool = False)
     return statistics.median(timings)
 
 
+def time_panel(client: Client, repeat: int) -> float:
+    """Median seconds of the overview's "What is stuck" alone, from the counts it reuses."""
+    queues, workers = client.queues(), client.workers.counts()
+    waited = latencies(client, [queue.name for queue in queues])
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        panel = stuck.build(client, queues, workers, waited)
+        timings.append(time.perf_counter() - started)
+    if panel.empty or not panel.blocked.found:
+        raise SystemExit("the stuck situations were not found")
+    return statistics.median(timings)
+
+
 def logged_in_client() -> HttpClient:
     """A test client logged in as a superuser (database created in memory)."""
     setup_test_environment()  # lets the test client's host in
@@ -227,6 +269,8 @@ def report(lua: LuaScript, client: HttpClient, jobs: int, repeat: int) -> bool:
         seconds = time_page(client, path, repeat, live=name.endswith(LIVE))
         ok &= seconds < BUDGET
         print(f"{name:<34} {seconds * 1000:>10.1f}  {'yes' if seconds < BUDGET else 'NO'}")
+    panel = time_panel(Client(lua.client), repeat)
+    print(f"{'What is stuck (panel alone)':<34} {panel * 1000:>10.1f}")
     slow: list[Any] = lua.client.slowlog_get(128)
     scans = {"cmdstat_keys", "cmdstat_scan"} & set(lua.client.info("commandstats"))
     worst = max((entry["duration"] for entry in slow), default=0)
@@ -252,9 +296,10 @@ def main() -> int:
                   f"(redis-server {'.'.join(map(str, server.version))})")
             started = time.perf_counter()
             fill_the_rest(lua, options.side)
+            fill_stuck(lua, options.side)
             fill_live_hour(Client(lua.client))
             print(f"and {options.side:,} failed, completed and scheduled jobs each, "
-                  f"{WORKERS} workers, 50 recurring templates in "
+                  f"{WORKERS} workers, 50 recurring templates and the stuck situations in "
                   f"{time.perf_counter() - started:.1f} s")
             ok = report(lua, logged_in_client(), options.jobs, options.repeat)
     finally:

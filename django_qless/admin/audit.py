@@ -33,6 +33,7 @@ ACTIONS: dict[str, str] = {
     "tag_cancel": "Cancel by tag", "group_retry": "Retry failure group",
     "retry_all": "Retry every failed job", "group_cancel": "Cancel failure group",
     "pause": "Pause", "unpause": "Unpause", "queue_settings": "Queue settings",
+    "latency_threshold": "Latency threshold",
     "forget": "Forget worker", "worker_pause": "Pause worker",
     "worker_resume": "Resume worker", "worker_stop": "Stop worker",
     "recurring_update": "Edit recurring job",

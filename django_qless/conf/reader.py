@@ -299,8 +299,14 @@ def read_admin(reader: Reader, raw: object) -> AdminSettings:
     patterns = read_masked_patterns(reader, raw.get("MASKED_PATTERNS", DEFAULT_MASKED_PATTERNS))
     if patterns is None:
         return AdminSettings()
+    # None turns the default off: only the queues' own thresholds apply.
+    threshold = None if raw.get("LATENCY_THRESHOLD", 0) is None else reader.number(
+        raw, "LATENCY_THRESHOLD", path, AdminSettings.latency_threshold, minimum=0,
+        exclusive=True,
+    )
     return AdminSettings(
-        masked_data_keys=tuple(key.lower() for key in keys), masked_patterns=patterns
+        masked_data_keys=tuple(key.lower() for key in keys), masked_patterns=patterns,
+        latency_threshold=threshold,
     )
 
 

@@ -25,7 +25,7 @@ TOP_KEYS = (
 CONNECTION_KEYS = ("URL", "OPTIONS", "SENTINEL_OPTIONS", "QUEUES", "REPLICA_ACK")
 REPLICA_ACK_KEYS = ("REPLICAS", "TIMEOUT")
 WORKER_KEYS = tuple(option.key for option in WORKER_OPTIONS if option.key is not None)
-ADMIN_KEYS = ("MASKED_DATA_KEYS", "MASKED_PATTERNS")
+ADMIN_KEYS = ("MASKED_DATA_KEYS", "MASKED_PATTERNS", "LATENCY_THRESHOLD")
 HOOK_KEYS = ("ENQUEUE", "RUN")
 #: Job data keys whose values the admin pages mask (matched case-insensitively, as substrings).
 DEFAULT_MASKED_DATA_KEYS = (
@@ -97,6 +97,9 @@ class AdminSettings:
     masked_data_keys: tuple[str, ...] = DEFAULT_MASKED_DATA_KEYS
     #: Regular expressions masked in free text (checked to compile when the setting is read).
     masked_patterns: tuple[str, ...] = DEFAULT_MASKED_PATTERNS
+    #: Seconds a queue's next job may wait before the overview lists the queue as stuck,
+    #: unless the queue has its own threshold (set on its page); None: only those.
+    latency_threshold: float | None = 300.0
 
 
 @dataclass(frozen=True)

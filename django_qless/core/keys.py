@@ -134,3 +134,11 @@ def channel_name(channel: str) -> str:
 
 #: Deploy markers (zset: JSON `{"label", "at"}` -> epoch seconds), newest kept.
 DEPLOYS = f"{OWN_PREFIX}deploys"
+
+
+#: When each paused queue was first known paused (hash: queue -> JSON `{"at", "by"}`, `by`
+#: "admin" when paused from the admin, "seen" when the overview first saw it paused).
+PAUSED_SINCE = f"{OWN_PREFIX}paused-since"
+#: Per-queue latency thresholds set in the admin (hash: queue -> seconds), read by the
+#: overview's "What is stuck" panel; kept out of `ql:config`, which other clients list.
+LATENCY_THRESHOLDS = f"{OWN_PREFIX}latency-thresholds"

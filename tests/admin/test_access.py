@@ -35,7 +35,7 @@ PAGE_PERMS = {"auditentry_changelist": "view_audit", "audit": "view_audit"}
 ACTIONS = {
     "queue_pause": "manage_queues", "queue_unpause": "manage_queues",
     "queue_settings": "manage_queues", "worker_forget": "manage_queues",
-    "worker_control": "manage_queues",
+    "worker_control": "manage_queues", "queue_latency_threshold": "manage_queues",
     "job_retry": "retry_jobs", "job_timeout": "retry_jobs", "tag_retry": "retry_jobs",
     "failure_retry": "retry_jobs", "failure_retry_all": "retry_jobs",
     "job_cancel": "cancel_jobs", "tag_cancel": "cancel_jobs", "failure_cancel": "cancel_jobs",
@@ -88,7 +88,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 50
+    assert len(found) == len(PAGES) + len(ACTIONS) == 51
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:
@@ -168,6 +168,7 @@ def action_bodies(world: World) -> dict[str, dict[str, Any]]:
         "queue_pause": {"queue": "jobs"}, "queue_unpause": {"queue": "jobs"},
         "queue_settings": {"queue": "jobs", "heartbeat": "30", "max_concurrency": "2"},
         "worker_forget": {"name": world.worker},
+        "queue_latency_threshold": {"queue": "jobs", "threshold": "60"},
         "worker_control": {"name": world.worker, "action": "stop", "confirmed": "yes"},
         "job_retry": {"jids": [world.failed]}, "job_timeout": {"jids": [world.running]},
         "tag_retry": {"tag": "red"}, "failure_retry": {"group": world.group},

@@ -1,5 +1,5 @@
-"""The overview: the last hour's throughput and depths, queues, failure groups, workers and
-tracked jobs at a glance."""
+"""The overview: what is stuck, the last hour's throughput and depths, queues, failure
+groups, workers and tracked jobs at a glance."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.http import HttpResponse
 
 from ...core.latency import latencies
 from ...core.live import read_history
-from .. import live_overview
+from .. import live_overview, stuck
 from ..page_context import PageContext
 from ..presenters import tracked_counts
 
@@ -26,10 +26,12 @@ def overview(ctx: PageContext) -> HttpResponse:
     live = live_overview.build(history, queues, chosen if chosen in known else None)
     groups = sorted(client.failed().items(), key=lambda item: (-item[1], item[0]))
     workers = client.workers.counts()
+    waited = latencies(client, [queue.name for queue in queues])
     context = {
         "live": live,
+        "stuck": stuck.build(client, queues, workers, waited),
         "queues": queues,
-        "latencies": latencies(client, [queue.name for queue in queues]),
+        "latencies": waited,
         "groups": groups[:SHOWN],
         "groups_total": len(groups),
         "failed_total": sum(count for _, count in groups),

@@ -10,9 +10,9 @@ from django.contrib import messages
 from django.http import HttpResponse
 
 from ...audit_log.models import Kind
-from ...core import QueueCounts, Stats
+from ...core import QueueCounts, Stats, pause_times
 from ...core.latency import latencies
-from .. import audit, presenters
+from .. import audit, presenters, stuck
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
 from ..page_context import PageContext
@@ -42,6 +42,7 @@ def queue_page(ctx: PageContext, name: str) -> HttpResponse:
         "stats": stats,
         "day": day,
         "settings": queue_settings(ctx, name),
+        "latency_threshold": stuck.threshold_of(ctx.client, name),
         "tab_context": tab_context(ctx, counts, tab, stats),
         "queue_names": [q.name for q in ctx.client.queues()],
     }
@@ -123,8 +124,11 @@ def set_paused(ctx: PageContext, *, paused: bool) -> HttpResponse:
     was_paused = queue.paused
     if paused:
         queue.pause()
+        # qless keeps no pause time: the overview's "What is stuck" reads this one.
+        pause_times.record_pause(ctx.client, name, ctx.client.now())
     else:
         queue.unpause()
+        pause_times.record_unpause(ctx.client, name)
     audit.record(ctx, [audit.Change(
         "pause" if paused else "unpause", Kind.QUEUE, name, f"{verb} queue {name}",
         before={"paused": was_paused}, after={"paused": paused},
