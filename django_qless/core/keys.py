@@ -113,3 +113,14 @@ def channel_name(channel: str) -> str:
 
 #: Deploy markers (zset: JSON `{"label", "at"}` -> epoch seconds), newest kept.
 DEPLOYS = f"{OWN_PREFIX}deploys"
+
+
+def throughput_slot(width: str, slot: int) -> str:
+    """The jobs django_qless workers finished in one coarser slot (`width` "15m" or "1h",
+    `slot` the epoch time divided by that width), a hash as `throughput`'s."""
+    return f"{OWN_PREFIX}throughput:{width}:{slot}"
+
+
+def depth_slot(width: str, slot: int) -> str:
+    """The first depth sample taken in one coarser slot (string: JSON as `depth`'s)."""
+    return f"{OWN_PREFIX}depth:{width}:{slot}"

@@ -71,7 +71,7 @@ def test_throughput_and_failure_rate_are_drawn_with_totals(
     rows = re.findall(r'<tr[^>]*>\s*<th scope="row"><a [^>]*>(\w+)</a>', page.split(
         "Throughput by queue")[1].split("</table>")[0])
     assert rows == ["mail", "video"]
-    assert 'aria-label="14 jobs finished in the hour, at most 10 in one minute"' in page
+    assert 'aria-label="14 jobs finished in the last hour, at most 10 in one minute"' in page
     assert "21.4%" in page  # mail: 3 of 14
 
 
