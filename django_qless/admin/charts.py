@@ -281,6 +281,15 @@ class BarChart:
         """The tallest bar's jobs."""
         return max((bar.count for bar in self.bars), default=0)
 
+    @property
+    def summary(self) -> str:
+        """The chart in words: its range, tallest bar, and the jobs of each bar holding any."""
+        if not self.bars:
+            return "No jobs."
+        counts = "; ".join(f"{bar.count} in {bar.label}" for bar in self.bars if bar.count)
+        return (f"{len(self.bars)} bars from {self.bars[0].label} to {self.bars[-1].label}, "
+                f"the tallest {self.peak} jobs. Jobs per bar: {counts}.")
+
 
 def duration_text(milliseconds: float, unit: str) -> str:
     """A duration in `unit` (ms, s, min or h), without the unit."""
