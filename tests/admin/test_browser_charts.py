@@ -129,6 +129,8 @@ def test_the_charts_pass_axe_and_hold_at_375_px(
     page.goto(base + url("queue", name="mail") + "?tab=stats")
     problems += check(page, axe_script, "queue stats", mode, tally)
     assert problems == [], "\n".join(problems)
+    # None at all, of any impact, on the pages with charts.
+    assert tally.pages == 4 and sum(tally.by_impact.values()) == 0, tally.summary()
     if mode == "narrow":
         page.goto(base + url("overview") + "?range=7d")
         box = page.locator(".qless-chart-scroll").first
