@@ -10,7 +10,8 @@ on failed ones, overdue recurring templates and cron slots, a paused queue), log
 the admin with Django's test client and times every page the admin routes list, each
 tab of the queue page and both ends of the long lists (median of R renders), and the
 live refreshes of the pages that refresh themselves (the same URL with `X-Qless-Live`),
-over an hour of throughput and depth samples of 100 queues; it stops if a page is
+over an hour of throughput and depth samples of 100 queues, and a week of them per 15
+minutes and per hour (the overview timed at each range, with deploy markers); it stops if a page is
 missing from its list. It also reports the slowest Redis command the pages ran
 (SLOWLOG, threshold 10 ms) and whether any page used KEYS or SCAN. The target is
 every page under one second with no command over 10 ms.
@@ -48,8 +49,9 @@ from django_qless.admin.routes import ROUTES  # noqa: E402
 from django_qless.admin.views.queues import TABS  # noqa: E402
 from django_qless.core import Client, QueueCounts  # noqa: E402
 from django_qless.core.crons import CronStore  # noqa: E402
+from django_qless.core.deploys import mark_deploy  # noqa: E402
 from django_qless.core.latency import latencies  # noqa: E402
-from django_qless.core.live import MINUTES, add_throughput, read_history  # noqa: E402
+from django_qless.core.live import MINUTES, SPANS, add_throughput, read_history  # noqa: E402
 from django_qless.core.presence import Presence, publish  # noqa: E402
 from tests.conftest import LuaScript  # noqa: E402
 from tests.recurring.cron_helpers import define  # noqa: E402
@@ -165,6 +167,25 @@ def fill_live_hour(client: Client) -> None:
                      offer=[QueueCounts(name, waiting=1000, running=10) for name in names])
 
 
+def fill_live_week(client: Client) -> None:
+    """The same figures per 15 minutes over the last 24 hours and per hour over the last 7
+    days (written as workers write them, with the minute), and a deploy a day."""
+    now = time.time()
+    names = [f"live-{number:03d}" for number in range(LIVE_QUEUES)]
+    day, week = SPANS["24h"], SPANS["7d"]
+    moments = [now - day.seconds * back for back in range(1, day.slots)]
+    moments += [now - week.seconds * back for back in range(24, week.slots)]
+    for at in moments:
+        pipe = client.redis.pipeline(transaction=False)
+        add_throughput(pipe, Counter({(name, outcome): 100 for name in names
+                                      for outcome in ("completed", "failed", "retried")}), at)
+        pipe.execute()
+        read_history(client, at, offer=[QueueCounts(name, waiting=1000, running=10)
+                                        for name in names])
+    for back in range(7):
+        mark_deploy(client.redis, f"bench deploy {back}", now - 86400 * back - 1800)
+
+
 def page_url(route: str, query: str = "", /, **kwargs: str) -> str:
     """An admin URL of the app on the default connection."""
     return reverse(f"admin:django_qless_{route}", kwargs={"alias": "default", **kwargs}) + query
@@ -176,6 +197,8 @@ def pages(jobs: int) -> dict[str, str]:
     middle = last // 2
     timed = {
         "overview": page_url("overview"),
+        "overview, last 24 hours": page_url("overview", "?range=24h"),
+        "overview, last 7 days": page_url("overview", "?range=7d"),
         "queues": page_url("queues"),
         **{f"queue {tab} tab": page_url("queue", f"?tab={tab}", name=QUEUE) for tab in TABS},
         f"waiting, page {middle}": page_url("queue", f"?tab=waiting&page={middle}", name=QUEUE),
@@ -205,8 +228,8 @@ def pages(jobs: int) -> dict[str, str]:
         "audit": page_url("audit"),
         "metrics (Prometheus)": reverse("django_qless:metrics"),
     }
-    live = ("overview", "queue running tab", "job page (waiting)", "failures", "workers",
-            "worker page")
+    live = ("overview", "overview, last 7 days", "queue running tab", "job page (waiting)",
+            "failures", "workers", "worker page")
     timed.update({name + LIVE: timed[name] for name in live})
     untimed = {route.name for route in ROUTES if not route.action} - {
         path_name(path) for path in timed.values()}
@@ -298,6 +321,7 @@ def main() -> int:
             fill_the_rest(lua, options.side)
             fill_stuck(lua, options.side)
             fill_live_hour(Client(lua.client))
+            fill_live_week(Client(lua.client))
             print(f"and {options.side:,} failed, completed and scheduled jobs each, "
                   f"{WORKERS} workers, 50 recurring templates and the stuck situations in "
                   f"{time.perf_counter() - started:.1f} s")

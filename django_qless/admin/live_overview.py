@@ -1,7 +1,9 @@
-"""The overview's last hour: throughput, failure-rate and depth charts, totals, one row per queue.
+"""The overview's live section: throughput, failure-rate, run-time and depth charts over the
+last hour, day or week, with deploy markers, totals, and one row per queue.
 
 Built from `core.live.History` (one Redis round trip): throughput counts what
-`qless_worker` processes finished, depth samples what every queue held once a minute.
+`qless_worker` processes finished, depth samples what every queue held once a minute
+(the first sample of each 15 minutes and hour for the longer ranges).
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from ..core import QueueCounts
-from ..core.live import DEPTH_STATES, History, Minute
-from .charts import Chart, line_chart, sparkline, stacked_bars
+from ..core.deploys import Deploy
+from ..core.live import DEPTH_STATES, SPANS, History, Minute, Span
+from .charts import Chart, duration_chart, line_chart, sparkline, stacked_bars
 
 #: Throughput segments, bottom up: (outcome, legend name). "retried" is a failed attempt
 #: put back for another; "failed" a job that failed for good.
 FINISHED = (("completed", "completed"), ("retried", "retried"), ("failed", "failed"))
-#: Minutes between two labels under the charts.
-LABEL_EVERY = 10
+#: Minutes between two labels under the charts, by range: every 10 minutes of the hour,
+#: 3 hours of the day, midnight of the week.
+LABEL_EVERY = {"1h": 10, "24h": 180, "7d": 1440}
 #: Most queues listed under the charts, the busiest first (the queue table lists them all).
 QUEUE_ROWS = 20
 #: Minutes averaged for the "recent" rate.
@@ -117,14 +121,54 @@ class LiveOverview:
     figures: tuple[MinuteFigures, ...]
     depth_states: tuple[str, ...] = DEPTH_STATES
     recent_minutes: int = RECENT
+    span: Span = SPANS["1h"]
+    #: The deploys drawn on the charts, in words ("v42 at 14:05"), oldest first.
+    deploys: tuple[str, ...] = ()
+    #: Whether the run-time chart draws p50/p95/p99 (else the average).
+    percentiles: bool = False
+
+    @property
+    def empty_throughput(self) -> str:
+        """What the throughput chart says when nothing finished in the range."""
+        return f"No job finished in the {self.span.words} by a qless_worker process."
+
+    @property
+    def failure_rate_summary(self) -> str:
+        """The failure-rate chart in words."""
+        return (f"Share of the jobs finished each {self.span.slot_words} that failed, for "
+                "good or to be retried; no point where no job finished.")
+
+    @property
+    def run_time_caption(self) -> str:
+        """The run-time chart's title: percentiles once recorded, else the average."""
+        return "Run time, p50 / p95 / p99" if self.percentiles else "Average run time"
+
+    @property
+    def run_time_summary(self) -> str:
+        """The run-time chart in words."""
+        what = ("The median, 95th and 99th percentile of how long" if self.percentiles
+                else "How long, on average,")
+        return (f"{what} the jobs finished each {self.span.slot_words} ran in the worker; "
+                "no point where no job finished.")
+
+    @property
+    def recent_words(self) -> str:
+        """The time the "recent" rate averages over, in words."""
+        minutes = self.recent_minutes * self.span.seconds // 60
+        return f"{minutes} minutes" if minutes < 120 else f"{minutes // 60} hours"
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """Every range the charts can show, for the range control."""
+        return tuple(SPANS.values())
 
     @property
     def throughput_summary(self) -> str:
         """The throughput chart in words."""
         t = self.totals
-        return (f"Last hour: {t.hour_completed} completed, {t.hour_failed} failed, "
-                f"{t.hour_retried} retried; the last bar is the current minute, still "
-                "filling up.")
+        return (f"{self.span.words.capitalize()}: {t.hour_completed} completed, "
+                f"{t.hour_failed} failed, {t.hour_retried} retried; the last bar is the "
+                f"current {self.span.slot_words}, still filling up.")
 
     @property
     def depth_summary(self) -> str:
@@ -135,7 +179,8 @@ class LiveOverview:
             return ""
         counts = ", ".join(f"{depth} {state}" for state, depth
                            in zip(self.depth_states, latest.depths, strict=True))
-        return f"Sampled once a minute; at {latest.label}: {counts}."
+        every = "a minute" if self.span.seconds == 60 else f"each {self.span.slot_words}"
+        return f"Sampled once {every}; at {latest.label}: {counts}."
 
 
 def rate(completed: int, failed: int) -> float | None:
@@ -144,16 +189,44 @@ def rate(completed: int, failed: int) -> float | None:
     return None if not total else round(100 * failed / total, 1)
 
 
+def local(at: float) -> dt.datetime:
+    """Epoch seconds in the current time zone."""
+    return timezone.localtime(dt.datetime.fromtimestamp(at, tz=dt.timezone.utc))
+
+
 def clock_time(minute: Minute) -> str:
-    """The minute's start in the current time zone, as HH:MM."""
-    started = dt.datetime.fromtimestamp(minute.start, tz=dt.timezone.utc)
-    return timezone.localtime(started).strftime("%H:%M")
+    """The slot's start in the current time zone: HH:MM, with the day for hourly slots."""
+    return local(minute.start).strftime("%a %d %H:%M" if minute.seconds >= 3600 else "%H:%M")
 
 
-def axis_labels(count: int) -> dict[int, str]:
-    """Labels under every `LABEL_EVERY`-th slot, counted back from the last ("now")."""
-    return {count - 1 - back: "now" if back == 0 else f"\u2212{back} min"
-            for back in range(0, count, LABEL_EVERY)}
+def axis_labels(count: int, minutes: Sequence[Minute] = (), span: str = "1h"
+                ) -> dict[int, str]:
+    """Labels under the slots starting on a round local time (every 10 minutes of the hour,
+    3 hours of the day, each midnight of the week), as clock times or days.
+
+    Without slots (or where no slot starts on one, in an odd time zone) every
+    `LABEL_EVERY` minutes counted back from the last, as "\u221210 min".
+    """
+    every = LABEL_EVERY[span]
+    labels = {}
+    for index, minute in enumerate(minutes):
+        started = local(minute.start)
+        if (started.hour * 60 + started.minute) % every == 0:
+            labels[index] = started.strftime("%a %d" if every >= 1440 else "%H:%M")
+    if len(labels) >= 2:
+        return labels
+    step = max(1, every * 60 // (minutes[0].seconds if minutes else 60))
+    return {count - 1 - back: "now" if back == 0 else f"\u2212{back * every // step} min"
+            for back in range(0, count, step)}
+
+
+def deploy_places(deploys: Sequence[Deploy], minutes: Sequence[Minute]
+                  ) -> list[tuple[float, str]]:
+    """Where each deploy falls on the charts' slots: (slot position, label)."""
+    if not minutes:
+        return []
+    first, width = minutes[0].start, minutes[0].seconds
+    return [((deploy.at - first) / width, deploy.label) for deploy in deploys]
 
 
 def finished_in(minute: Minute, queue: str | None) -> dict[str, int]:
@@ -161,58 +234,84 @@ def finished_in(minute: Minute, queue: str | None) -> dict[str, int]:
     return {outcome: minute.jobs(outcome, queue) for outcome, _ in FINISHED}
 
 
-def build(history: History, queues: Sequence[QueueCounts], queue: str | None) -> LiveOverview:
-    """The live section of the overview, for every queue or the one chosen."""
-    minutes = history.minutes
-    labels = axis_labels(len(minutes))
+def build(history: History, queues: Sequence[QueueCounts], queue: str | None,
+          deploys: Sequence[Deploy] = (),
+          run_histograms: Sequence[Sequence[int] | None] | None = None) -> LiveOverview:
+    """The live section of the overview, for every queue or the one chosen, over the
+    history's span, with `deploys` marked on every chart.
+
+    With `run_histograms` (one `ms_buckets` histogram of run times per slot, aligned with
+    the history's, None where unknown) the run-time chart draws p50/p95/p99 lines rather
+    than the average.
+    """
+    minutes, span = history.minutes, history.span
+    labels = axis_labels(len(minutes), minutes, span.name)
+    places = deploy_places(deploys, minutes)
     where = f"queue {queue}" if queue else "all queues"
+    per, over = f"per {span.slot_words}", f"over the {span.words}"
     slots = [finished_in(minute, queue) for minute in minutes]
     names = [f"{clock_time(minute)}{' (so far)' if minute is minutes[-1] else ''}"
              for minute in minutes]
     throughput = stacked_bars(
-        f"Jobs finished per minute over the last hour, {where}", slots, FINISHED, names,
-        labels, partial_last=True,
+        f"Jobs finished {per} {over}, {where}", slots, FINISHED, names,
+        labels, partial_last=True, deploys=places, y_title=f"jobs {per}",
     )
     rates = [rate(slot["completed"], slot["failed"] + slot["retried"]) for slot in slots]
     failure_rate = line_chart(
-        f"Failure rate per minute over the last hour, {where}",
+        f"Failure rate {per} {over}, {where}",
         [("rate", "failed or retried, % of finished", rates)], labels, unit="%", ceiling=100,
+        deploys=places, y_title="% of jobs finished",
     )
-    run_time = run_time_chart(minutes, slots, queue, labels, where)
+    if run_histograms is not None:
+        run_time = duration_chart(
+            f"Run time percentiles of the jobs finished each {span.slot_words} {over}, "
+            f"{where}", run_histograms, labels, places)
+    else:
+        run_time = run_time_chart(minutes, slots, queue, labels, where, places)
     depth = line_chart(
-        f"Jobs in each state, sampled once a minute over the last hour, {where}",
+        f"Jobs in each state, sampled once "
+        f"{'a minute' if span.seconds == 60 else 'each ' + span.slot_words} {over}, {where}",
         [(state, state, [minute.depth(state, queue) for minute in minutes])
-         for state in DEPTH_STATES], labels,
+         for state in DEPTH_STATES], labels, deploys=places, y_title="jobs",
     )
     rows = queue_rows(history, queues)
     return LiveOverview(
         queue=queue,
         queues=tuple(sorted({q.name for q in queues} | set(history.queues()))),
-        totals=totals(slots),
+        totals=totals(slots, span.seconds),
         throughput=throughput, failure_rate=failure_rate, run_time=run_time, depth=depth,
         has_throughput=any(sum(slot.values()) for slot in slots),
         has_depth=any(minute.depths for minute in minutes),
         rows=tuple(rows[:QUEUE_ROWS]), rows_total=len(rows),
-        figures=figures(minutes, slots, queue),
+        figures=figures(minutes, slots, queue), span=span,
+        deploys=tuple(f"{deploy.label} at {local(deploy.at):%a %d %H:%M}"
+                      for deploy in deploys),
+        percentiles=run_histograms is not None,
     )
 
 
 def run_time_chart(minutes: Sequence[Minute], slots: Sequence[dict[str, int]],
-                   queue: str | None, labels: dict[int, str], where: str) -> Chart:
-    """Average run time of the jobs finished each minute, in ms or, when longer, seconds."""
+                   queue: str | None, labels: dict[int, str], where: str,
+                   deploys: Sequence[tuple[float, str]] = ()) -> Chart:
+    """Average run time of the jobs finished each slot, in ms or, when longer, seconds."""
     averages = [minute.ran_ms(queue) / sum(slot.values()) if sum(slot.values()) else None
                 for minute, slot in zip(minutes, slots, strict=True)]
     longest = max((average for average in averages if average is not None), default=0.0)
-    unit, scale = (" ms", 1.0) if longest < 1000 else (" s", 1000.0)
+    unit, scale = ("ms", 1.0) if longest < 1000 else ("s", 1000.0)
+    slot = minutes[-1].seconds if minutes else 60
+    span = next((span for span in SPANS.values() if span.seconds == slot), SPANS["1h"])
     return line_chart(
-        f"Average run time of the jobs finished each minute over the last hour, {where}",
+        f"Average run time of the jobs finished each {span.slot_words} over the "
+        f"{span.words}, {where}",
         [("run", "average run time", [None if average is None else average / scale
-                                      for average in averages])], labels, unit=unit,
+                                      for average in averages])], labels, unit=f" {unit}",
+        deploys=deploys, y_title=f"average run time, {unit}",
     )
 
 
-def totals(slots: Sequence[dict[str, int]]) -> Totals:
-    """Headline figures from the hour's slots (the last one still filling up)."""
+def totals(slots: Sequence[dict[str, int]], seconds: int = 60) -> Totals:
+    """Headline figures from the span's slots of `seconds` each (the last one still filling
+    up); the recent rate is per minute whatever the slots."""
     done = slots[:-1]
     recent = done[-RECENT:]
     return Totals(
@@ -221,7 +320,7 @@ def totals(slots: Sequence[dict[str, int]]) -> Totals:
         last_failed=done[-1]["failed"] if done else 0,
         last_retried=done[-1]["retried"] if done else 0,
         recent_per_minute=round(sum(sum(slot.values()) for slot in recent)
-                                / max(len(recent), 1), 1),
+                                / max(len(recent), 1) / (seconds // 60), 1),
         hour_completed=sum(slot["completed"] for slot in slots),
         hour_failed=sum(slot["failed"] for slot in slots),
         hour_retried=sum(slot["retried"] for slot in slots),

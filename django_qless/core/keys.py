@@ -142,3 +142,14 @@ PAUSED_SINCE = f"{OWN_PREFIX}paused-since"
 #: Per-queue latency thresholds set in the admin (hash: queue -> seconds), read by the
 #: overview's "What is stuck" panel; kept out of `ql:config`, which other clients list.
 LATENCY_THRESHOLDS = f"{OWN_PREFIX}latency-thresholds"
+
+
+def throughput_slot(width: str, slot: int) -> str:
+    """The jobs django_qless workers finished in one coarser slot (`width` "15m" or "1h",
+    `slot` the epoch time divided by that width), a hash as `throughput`'s."""
+    return f"{OWN_PREFIX}throughput:{width}:{slot}"
+
+
+def depth_slot(width: str, slot: int) -> str:
+    """The first depth sample taken in one coarser slot (string: JSON as `depth`'s)."""
+    return f"{OWN_PREFIX}depth:{width}:{slot}"

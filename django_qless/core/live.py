@@ -1,8 +1,10 @@
-"""Live figures: jobs finished per minute and queue depths, kept for the last hour.
+"""Live figures: jobs finished and queue depths, per minute for the last hour, per 15
+minutes for the last day and per hour for the last week.
 
 Two keys of django_qless's own per epoch minute (`int(now // 60)`), both expiring after
 `KEEP` seconds, so nothing has to prune them and reading the hour is one pipeline of a
-fixed size (no SCAN, nothing per job):
+fixed size (no SCAN, nothing per job). The same two are kept per 15-minute slot (25 h)
+and per hour (8 days), written in the same pipelines as the minute's (`SPANS`):
 
 - `keys.throughput(minute)`: hash `<outcome>:<queue>` -> jobs, and `ms:<queue>` ->
   milliseconds those jobs ran. Each `qless_worker` process counts its outcomes in memory
@@ -16,6 +18,7 @@ fixed size (no SCAN, nothing per job):
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +48,45 @@ DEPTH_STATES = ("waiting", "scheduled", "running", "stalled", "depends")
 CLAIMED = ""
 
 
+@dataclass(frozen=True)
+class Span:
+    """A time range the charts show: `slots` slots of `seconds` each, the current one last."""
+
+    name: str
+    seconds: int
+    slots: int
+    #: How long each slot's keys live (the range and a margin); the slot's name in its keys.
+    keep: int
+    width: str
+    #: The range in words, and what one slot is, for labels ("last hour", "minute").
+    words: str
+    slot_words: str
+
+    def slot_of(self, now: float) -> int:
+        """The slot `now` (seconds since the epoch) falls in."""
+        return int(now // self.seconds)
+
+    def throughput_key(self, slot: int) -> str:
+        """The throughput hash of one slot."""
+        return keys.throughput(slot) if self.seconds == 60 else keys.throughput_slot(
+            self.width, slot)
+
+    def depth_key(self, slot: int) -> str:
+        """The depth sample of one slot."""
+        return keys.depth(slot) if self.seconds == 60 else keys.depth_slot(self.width, slot)
+
+
+#: The ranges, by the name `?range=` takes: the hour per minute, the day per 15 minutes
+#: (kept 25 h), the week per hour (kept 8 days).
+SPANS: dict[str, Span] = {
+    "1h": Span("1h", 60, MINUTES, KEEP, "1m", "last hour", "minute"),
+    "24h": Span("24h", 900, 96, 25 * 3600, "15m", "last 24 hours", "15 minutes"),
+    "7d": Span("7d", 3600, 168, 8 * 86400, "1h", "last 7 days", "hour"),
+}
+#: The coarser spans, written alongside each minute.
+COARSE = tuple(span for span in SPANS.values() if span.seconds != 60)
+
+
 def minute_of(now: float) -> int:
     """The epoch minute `now` (seconds since the epoch) falls in."""
     return int(now // 60)
@@ -54,14 +96,15 @@ def add_throughput(pipe: redis.client.Pipeline, counts: Mapping[tuple[str, str],
                    now: float) -> None:
     """Queue on `pipe` the increments of `counts` ((queue, outcome) -> jobs, (queue, `RUN_MS`)
     -> milliseconds) for `now`'s minute."""
-    key = keys.throughput(minute_of(now))
-    added = False
-    for (queue, outcome), jobs in counts.items():
-        if jobs:
-            pipe.hincrby(key, f"{outcome}:{queue}", jobs)
-            added = True
-    if added:
-        pipe.expire(key, KEEP)
+    fields = {f"{outcome}:{queue}": jobs for (queue, outcome), jobs in counts.items() if jobs}
+    if not fields:
+        return
+    # The minute and its coarser slots, in the same pipeline: no extra round trip.
+    for span in SPANS.values():
+        key = span.throughput_key(span.slot_of(now))
+        for name, jobs in fields.items():
+            pipe.hincrby(key, name, jobs)
+        pipe.expire(key, span.keep)
 
 
 def claim_depth(pipe: redis.client.Pipeline, now: float) -> None:
@@ -70,8 +113,20 @@ def claim_depth(pipe: redis.client.Pipeline, now: float) -> None:
 
 
 def fill_depth(client: Client, counts: Iterable[QueueCounts], now: float) -> None:
-    """Write the depth sample of `now`'s minute, claimed before (its expiry is kept)."""
-    client.redis.set(keys.depth(minute_of(now)), depth_json(counts), xx=True, keepttl=True)
+    """Write the depth sample of `now`'s minute, claimed before (its expiry is kept), and
+    of its coarser slots unless sampled already (one round trip)."""
+    sample = depth_json(counts)
+    pipe = client.redis.pipeline(transaction=False)
+    pipe.set(keys.depth(minute_of(now)), sample, xx=True, keepttl=True)
+    offer_coarse(pipe, sample, now)
+    pipe.execute()
+
+
+def offer_coarse(pipe: redis.client.Pipeline, sample: str, now: float) -> None:
+    """Queue on `pipe` `sample` as the depth of `now`'s coarser slots, where none is yet:
+    each keeps the first sample taken in it."""
+    for span in COARSE:
+        pipe.set(span.depth_key(span.slot_of(now)), sample, nx=True, ex=span.keep)
 
 
 def depth_json(counts: Iterable[QueueCounts]) -> str:
@@ -94,16 +149,19 @@ class Depth(NamedTuple):
 class Minute:
     """One minute: jobs finished there by queue and outcome, and its depth sample if taken."""
 
+    #: The slot's number: its start in epoch seconds divided by `seconds`.
     minute: int
     finished: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     depths: Mapping[str, Depth] | None = None
     #: Milliseconds the jobs finished in this minute ran, by queue.
     run_ms: Mapping[str, int] = field(default_factory=dict)
+    #: The slot's length: 60 for a minute, more in the coarser spans.
+    seconds: int = 60
 
     @property
     def start(self) -> float:
-        """When the minute began (seconds since the epoch)."""
-        return self.minute * 60.0
+        """When the slot began (seconds since the epoch)."""
+        return self.minute * float(self.seconds)
 
     def jobs(self, outcome: str, queue: str | None = None) -> int:
         """Jobs that ended with `outcome` in this minute, in one queue or all."""
@@ -144,9 +202,11 @@ class Minute:
 
 @dataclass(frozen=True)
 class History:
-    """The last `MINUTES` minutes, oldest first; the last one is still going on."""
+    """The span's slots (the last `MINUTES` minutes by default), oldest first; the last one
+    is still going on."""
 
     minutes: tuple[Minute, ...]
+    span: Span = SPANS["1h"]
 
     def queues(self) -> list[str]:
         """Every queue that finished a job or was sampled in the hour, by name."""
@@ -158,36 +218,48 @@ class History:
 
 
 def read_history(client: Client, now: float,
-                 offer: Iterable[QueueCounts] | None = None) -> History:
-    """The hour up to `now`'s minute, in one round trip.
+                 offer: Iterable[QueueCounts] | None = None, span: str = "1h") -> History:
+    """The `span` (a `SPANS` name: the hour by default) up to `now`'s slot, in one round trip.
 
     With `offer` (every queue's counts, just read), they become the current minute's depth
-    sample unless one was taken already: a page watched by someone keeps the depth history
-    going even when no `qless_worker` process runs.
+    sample unless one was taken already (and that of its coarser slots unless they have
+    one): a page watched by someone keeps the depth history going even when no
+    `qless_worker` process runs.
     """
-    last = minute_of(now)
-    numbers = range(last - MINUTES + 1, last + 1)
+    shown = SPANS[span]
+    last = shown.slot_of(now)
+    numbers = range(last - shown.slots + 1, last + 1)
     pipe = client.redis.pipeline(transaction=False)
     sample = None if offer is None else depth_json(offer)
     if sample is not None:
-        pipe.set(keys.depth(last), sample, nx=True, ex=KEEP)
+        pipe.set(keys.depth(minute_of(now)), sample, nx=True, ex=KEEP)
+        offer_coarse(pipe, sample, now)
     for number in numbers:
-        pipe.hgetall(keys.throughput(number))
+        pipe.hgetall(shown.throughput_key(number))
     for number in numbers:
-        pipe.get(keys.depth(number))
+        pipe.get(shown.depth_key(number))
     replies = pipe.execute()
     if sample is not None:
-        replies = replies[1:]
-    hashes, samples = replies[:MINUTES], replies[MINUTES:]
-    if sample is not None and samples[-1] is not None and text(samples[-1]) == CLAIMED:
+        replies = replies[1 + len(COARSE):]
+    hashes, samples = replies[:shown.slots], replies[shown.slots:]
+    if (sample is not None and shown.seconds == 60 and samples[-1] is not None
+            and text(samples[-1]) == CLAIMED):
         # Claimed but not filled in (its claimer may have died): the offer fills it.
         client.redis.set(keys.depth(last), sample, xx=True, keepttl=True)
         samples[-1] = sample
     minutes = []
     for number, raw, sample in zip(numbers, hashes, samples, strict=True):
         finished, run_ms = parse_throughput(raw)
-        minutes.append(Minute(number, finished, parse_depth(sample), run_ms))
-    return History(tuple(minutes))
+        minutes.append(Minute(number, finished, parse_depth(sample), run_ms, shown.seconds))
+    return History(tuple(minutes), shown)
+
+
+@functools.lru_cache(maxsize=8192)
+def field_of(name: str | bytes) -> tuple[str, str]:
+    """A throughput field's outcome and queue (remembered: a week of slots repeats the same
+    few hundred fields)."""
+    outcome, _, queue = (name.decode() if isinstance(name, bytes) else name).partition(":")
+    return outcome, queue
 
 
 def parse_throughput(raw: Mapping[Any, Any]
@@ -197,7 +269,7 @@ def parse_throughput(raw: Mapping[Any, Any]
     finished: dict[str, dict[str, int]] = {}
     run_ms: dict[str, int] = {}
     for name, value in raw.items():
-        outcome, _, queue = (name.decode() if isinstance(name, bytes) else name).partition(":")
+        outcome, queue = field_of(name)
         if not queue:
             continue
         try:

@@ -13,8 +13,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
-from django_qless.core import Client, keys
-from django_qless.core.live import add_throughput, minute_of
+from django_qless.admin import live_overview
+from django_qless.core import Client, keys, ms_buckets
+from django_qless.core.deploys import mark_deploy
+from django_qless.core.live import MINUTES, add_throughput, minute_of, read_history
 from tests.admin.conftest import ALL_PERMS, World, logged_in, url
 
 LIVE = {"X-Qless-Live": "1"}
@@ -71,7 +73,7 @@ def test_throughput_and_failure_rate_are_drawn_with_totals(
     rows = re.findall(r'<tr[^>]*>\s*<th scope="row"><a [^>]*>(\w+)</a>', page.split(
         "Throughput by queue")[1].split("</table>")[0])
     assert rows == ["mail", "video"]
-    assert 'aria-label="14 jobs finished in the hour, at most 10 in one minute"' in page
+    assert 'aria-label="14 jobs finished in the last hour, at most 10 in one minute"' in page
     assert "21.4%" in page  # mail: 3 of 14
 
 
@@ -173,3 +175,85 @@ def test_the_last_minute_counts_retries_apart_from_failures(
         "<dt>Last minute</dt>")[1].split("</dd>")[0]
     assert 'qless-warn" data-qless-stat="last-failed">2</span> failed' in last
     assert 'data-qless-stat="last-retried">4</span> retried' in last
+
+
+@pytest.mark.parametrize(("span", "slots", "per", "words"), [
+    ("1h", 60, "per minute", "last hour"),
+    ("24h", 96, "per 15 minutes", "last 24 hours"),
+    ("7d", 168, "per hour", "last 7 days"),
+])
+def test_each_range_draws_its_slots_with_time_labels(
+    span: str, slots: int, per: str, words: str, qless: Client, viewer: HttpClient
+) -> None:
+    # One job finished in every slot of the range (the coarser ones hold several minutes).
+    seconds = {"1h": 60, "24h": 900, "7d": 3600}[span]
+    for back in range(slots):
+        finished(qless, {("mail", "completed"): 1}, minutes_ago=back * seconds // 60)
+    response = viewer.get(url("overview"), {"range": span})
+    live = response.context["live"]
+    assert live.span.name == span and len(live.throughput.rects) == slots
+    page = response.content.decode()
+    assert f'aria-label="Jobs finished {per} over the {words}, all queues"' in page
+    assert f"<h2 id=\"qless-live-title\">{words.capitalize()}: all queues</h2>" in page
+    labels = [tick.label for tick in live.throughput.x_ticks]
+    # Clock times on the hour and the day, days of the week on the week.
+    pattern = r"\w{3} \d\d" if span == "7d" else r"\d\d:\d\d"
+    assert len(labels) >= 4 and all(re.fullmatch(pattern, label) for label in labels)
+    assert f'<a href="?range={span}" aria-current="page">{words.capitalize()}</a>' in page
+    assert live.throughput.y_title == f"jobs {per}"
+    assert live.run_time.y_title == "average run time, ms"
+
+
+def test_an_unknown_range_shows_the_hour(viewer: HttpClient) -> None:
+    response = viewer.get(url("overview"), {"range": "1y"})
+    assert response.status_code == 200 and response.context["live"].span.name == "1h"
+
+
+def test_the_range_is_kept_with_the_queue_and_by_the_live_refresh(
+    qless: Client, viewer: HttpClient
+) -> None:
+    finished(qless, {("mail", "completed"): 4})
+    page = viewer.get(url("overview"), {"range": "7d", "queue": "mail"}).content.decode()
+    assert "Last 7 days: queue mail" in page
+    assert '<a href="?range=24h&amp;queue=mail">Last 24 hours</a>' in page
+    assert '<a href="?range=7d">Show all queues</a>' in page
+    everything = viewer.get(url("overview"), {"range": "24h"}).content.decode()
+    assert 'href="?range=24h&amp;queue=mail" aria-label="Charts of queue mail"' in everything
+    # live.js asks for the page's own URL again: the refresh answers for the same range.
+    live = viewer.get(url("overview") + "?range=7d", headers=LIVE)
+    assert live.context["live"].span.name == "7d"
+    assert "Jobs finished per hour over the last 7 days" in live.content.decode()
+
+
+def test_deploys_are_marked_on_every_chart_with_a_text_alternative(
+    qless: Client, viewer: HttpClient
+) -> None:
+    finished(qless, {("mail", "completed"): 4}, minutes_ago=2)
+    now = qless.now()
+    mark_deploy(qless.redis, "v42 <b>", now - 30 * 60)
+    mark_deploy(qless.redis, "too old for the hour", now - 2 * 3600)
+    response = viewer.get(url("overview"))
+    live = response.context["live"]
+    for chart in (live.throughput, live.failure_rate, live.run_time, live.depth):
+        (marker,) = chart.markers
+        assert marker.name == "v42 <b>"
+    page = response.content.decode()
+    assert page.count("<title>Deploy: v42 &lt;b&gt;</title>") == 3  # depth has no sample yet
+    assert "Deploys marked: v42 &lt;b&gt;." in page and "too old" not in page
+    week = viewer.get(url("overview"), {"range": "7d"}).context["live"]
+    assert [marker.name for marker in week.throughput.markers] == [
+        "too old for the hour", "v42 <b>"]
+
+
+def test_the_run_time_chart_takes_percentiles_once_histograms_are_recorded(
+    qless: Client
+) -> None:
+    history = read_history(qless, qless.now())
+    counts = [0] * ms_buckets.COUNT
+    counts[ms_buckets.bucket_of(120)] = 10
+    live = live_overview.build(history, [], None,
+                               run_histograms=[None] * (MINUTES - 1) + [counts])
+    assert live.percentiles and live.run_time_caption == "Run time, p50 / p95 / p99"
+    assert [line.css for line in live.run_time.lines] == [
+        "qless-series-p50", "qless-series-p95", "qless-series-p99"]
+    assert all(len(line.dots) == 1 for line in live.run_time.lines)  # the one known slot

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 import redis
 from django.contrib.auth.models import User
+from django.template.loader import render_to_string
 from django.test import Client as HttpClient
 
+from django_qless.admin import charts, stats_charts
 from django_qless.connection import get_client
-from django_qless.core import Client
+from django_qless.core import Client, ms_buckets
 from tests.admin.conftest import KLASS, World, logged_in, messages_of, url
 from tests.conftest import LuaScript
 
@@ -105,12 +107,15 @@ def test_stats_tab_draws_the_histograms(lua: LuaScript, viewer: HttpClient, qles
     lua("complete", now + 2.2, "a", "w1", "timed", "{}")
     response = viewer.get(url("queue", name="timed") + "?tab=stats")
     page = text(response)
-    assert "<svg" in page and "1 job: 5 s to 6 s" in page and "1 job: 2 s to 3 s" in page
+    assert "<svg" in page and "1 job: 5–6 s" in page and "1 job: 2–3 s" in page
     assert response.context["stats"].wait.count == 1
-    assert response.context["tab_context"]["wait"].peak == 1
-    assert '<div class="qless-y-axis" aria-hidden="true"><span>1</span><span>0</span></div>' in page
-    assert "1 in 5 s to 6 s" in page and "1 in 2 s to 3 s" in page  # counts, written out
+    wait = response.context["tab_context"]["wait"]
+    # One bar per second of qless's buckets, from 0 s, at least ten of them.
+    assert wait.peak == 1 and [bar.label for bar in wait.bars][:2] == ["0–1 s", "1–2 s"]
+    assert len(wait.bars) == 10 and [tick.label for tick in wait.y_ticks] == ["0", "1"]
+    assert "1 in 5–6 s" in page and "1 in 2–3 s" in page  # counts, written out
     assert "Wait time" in page and "Run time" in page
+    assert "every job under a second is in the 0&ndash;1 s bar" in page
 
 
 def test_stats_of_another_day(world: World, viewer: HttpClient) -> None:
@@ -337,3 +342,21 @@ def test_job_page_draws_its_dependencies_both_ways_with_states(
     qless.cancel(world.child, grandchild)  # the parent's dependent is gone now
     assert viewer.get(url("job", jid=world.parent)).context["graph"] is None
     assert "qless-graph-body" not in text(viewer.get(url("job", jid=world.parent)))
+
+
+def test_millisecond_histograms_are_drawn_above_qless_second_ones() -> None:
+    counts = [0] * ms_buckets.COUNT
+    counts[ms_buckets.bucket_of(138)] = 2254
+    counts[ms_buckets.bucket_of(160)] = 40
+    qless_seconds = stats_charts.qless_histogram("Run time by whole second", [2294] + [0] * 147)
+    page = render_to_string("admin/django_qless/_histogram.html", {
+        "caption": "Run time", "what": "run times", "chart_id": "qless-run",
+        "timing": {"count": 2294, "mean": 0.138, "std": 0.01}, "chart": qless_seconds,
+        "ms_chart": charts.ms_histogram("Run time in milliseconds", counts),
+    })
+    ms_part, seconds_part = page.split("In whole seconds, as qless records them")
+    # The jobs of a 138 ms mean fall in their own bars rather than one "0-1 s" bar.
+    assert "<title>2254 jobs: 100\u2013150 ms</title>" in ms_part
+    assert "<title>40 jobs: 150\u2013200 ms</title>" in ms_part
+    assert 'id="qless-run-ms-summary"' in ms_part
+    assert "<title>2294 jobs: 0\u20131 s</title>" in seconds_part

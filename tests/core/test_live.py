@@ -10,6 +10,7 @@ from django_qless.core import Client, keys
 from django_qless.core.live import (
     KEEP,
     MINUTES,
+    SPANS,
     Depth,
     add_throughput,
     claim_depth,
@@ -102,3 +103,53 @@ def test_malformed_values_are_skipped(client: Client, redis_client: redis.Redis)
     current = read_history(client, NOW).minutes[-1]
     assert current.finished == {"q": {"completed": 2}}
     assert current.depths is None
+
+
+def test_throughput_is_also_kept_per_15_minutes_and_per_hour(client: Client) -> None:
+    add(client, {("q", "completed"): 3, ("q", "ms"): 300}, NOW)
+    add(client, {("q", "completed"): 2, ("q", "failed"): 1}, NOW + 60)  # same quarter, hour
+    add(client, {("q", "completed"): 4}, NOW - 900)  # the quarter before
+    quarter = SPANS["24h"].slot_of(NOW)
+    hour = SPANS["7d"].slot_of(NOW)
+    assert client.redis.hgetall(keys.throughput_slot("15m", quarter)) == {
+        "completed:q": "5", "failed:q": "1", "ms:q": "300"}
+    assert 24 * 3600 < client.redis.ttl(keys.throughput_slot("15m", quarter)) <= 25 * 3600
+    assert 7 * 86400 < client.redis.ttl(keys.throughput_slot("1h", hour)) <= 8 * 86400
+    day = read_history(client, NOW + 60, span="24h")
+    assert len(day.minutes) == 96 and day.span is SPANS["24h"]
+    assert day.minutes[-1].minute == quarter and day.minutes[-1].seconds == 900
+    assert day.minutes[-1].start == quarter * 900.0
+    assert day.minutes[-1].jobs("completed") == 5 and day.minutes[-2].jobs("completed") == 4
+    assert day.minutes[-1].ran_ms("q") == 300
+    week = read_history(client, NOW + 60, span="7d")
+    assert len(week.minutes) == 168 and week.minutes[-1].seconds == 3600
+    assert sum(slot.jobs("completed") for slot in week.minutes) == 9
+
+
+def test_adding_throughput_is_one_pipeline_whatever_the_spans(client: Client) -> None:
+    pipe = client.redis.pipeline()
+    add_throughput(pipe, Counter({("q", "completed"): 1, ("q", "failed"): 2}), NOW)
+    # Each span: one HINCRBY per field and one EXPIRE, all in the caller's round trip.
+    assert len(pipe.command_stack) == len(SPANS) * 3
+    pipe.execute()
+
+
+def test_depth_is_sampled_into_the_coarser_slots_once_each(client: Client) -> None:
+    with client.redis.pipeline() as pipe:
+        claim_depth(pipe, NOW)
+        pipe.execute()
+    fill_depth(client, [QueueCounts("q", waiting=4)], NOW)
+    fill_depth(client, [QueueCounts("q", waiting=9)], NOW + 60)  # unclaimed: not written
+    read_history(client, NOW + 120, offer=[QueueCounts("q", waiting=7)])
+    quarter = SPANS["24h"].slot_of(NOW)
+    # The first sample of the quarter and the hour stays; later ones do not replace it.
+    assert read_history(client, NOW, span="24h").minutes[-1].depth("waiting") == 4
+    assert read_history(client, NOW, span="7d").minutes[-1].depth("waiting") == 4
+    assert 24 * 3600 < client.redis.ttl(keys.depth_slot("15m", quarter)) <= 25 * 3600
+    assert 7 * 86400 < client.redis.ttl(
+        keys.depth_slot("1h", SPANS["7d"].slot_of(NOW))) <= 8 * 86400
+    # A reader alone (no worker) samples the coarser slots too.
+    later = NOW + 3600
+    read_history(client, later, offer=[QueueCounts("q", waiting=2)], span="7d")
+    assert read_history(client, later, span="24h").minutes[-1].depth("waiting") == 2
+    assert read_history(client, later, span="7d").minutes[-1].depth("waiting") == 2

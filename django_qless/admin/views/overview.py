@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 
+from ...core.deploys import deploys_between
 from ...core.latency import latencies
-from ...core.live import read_history
+from ...core.live import SPANS, read_history
 from .. import live_overview, stuck
 from ..page_context import PageContext
 from ..presenters import tracked_counts
@@ -16,14 +17,19 @@ SHOWN = 20
 
 
 def overview(ctx: PageContext) -> HttpResponse:
-    """The overview page of one connection (`?queue=` narrows the charts to one queue)."""
+    """The overview page of one connection (`?queue=` narrows the charts to one queue,
+    `?range=1h|24h|7d` picks their time range, the hour when absent or unknown)."""
     client = ctx.client
     queues = client.queues()
+    span = ctx.request.GET.get("range", "1h")
+    span = span if span in SPANS else "1h"
+    now = client.now()
     # The counts just read become this minute's depth sample unless a worker took one.
-    history = read_history(client, client.now(), offer=queues)
+    history = read_history(client, now, offer=queues, span=span)
     chosen = ctx.request.GET.get("queue")
     known = {queue.name for queue in queues} | set(history.queues())
-    live = live_overview.build(history, queues, chosen if chosen in known else None)
+    deploys = deploys_between(client.redis, history.minutes[0].start, now)
+    live = live_overview.build(history, queues, chosen if chosen in known else None, deploys)
     groups = sorted(client.failed().items(), key=lambda item: (-item[1], item[0]))
     workers = client.workers.counts()
     waited = latencies(client, [queue.name for queue in queues])

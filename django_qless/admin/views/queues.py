@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from ...audit_log.models import Kind
 from ...core import QueueCounts, Stats, pause_times
 from ...core.latency import latencies
-from .. import audit, presenters, stuck
+from .. import audit, presenters, stats_charts, stuck
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
 from ..page_context import PageContext
@@ -72,8 +72,14 @@ def tab_count(counts: QueueCounts, tab: str) -> int | None:
 def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -> dict[str, object]:
     """What the selected tab shows: charts, or one page of its jobs."""
     if tab == "stats":
-        return {"wait": presenters.chart(stats.wait.histogram),
-                "run": presenters.chart(stats.run.histogram)}
+        # qless's own histograms; `wait_ms`/`run_ms` (`stats_charts.ms_histogram` charts)
+        # are drawn above them wherever millisecond histograms are recorded.
+        return {"wait": stats_charts.qless_histogram(
+                    f"Wait time of the jobs of queue {counts.name}, by whole second",
+                    stats.wait.histogram),
+                "run": stats_charts.qless_histogram(
+                    f"Run time of the jobs of queue {counts.name}, by whole second",
+                    stats.run.histogram)}
     total = tab_count(counts, tab) or 0
     queue = ctx.client.existing_queue(counts.name)
     # Waiting jobs are listed in pop order from the work set; the script pages the others.
