@@ -113,3 +113,13 @@ def channel_name(channel: str) -> str:
 
 #: Deploy markers (zset: JSON `{"label", "at"}` -> epoch seconds), newest kept.
 DEPLOYS = f"{OWN_PREFIX}deploys"
+
+
+def fn_slot(resolution: str, slot: int) -> str:
+    """Per-function figures of one time slot (hash, see `core.fn_metrics`): `resolution` is
+    `m` (minutes), `q` (quarter hours) or `h` (hours), `slot` the epoch time // its length."""
+    return f"{OWN_PREFIX}fn:{resolution}:{slot}"
+
+
+#: Per-function figures since the first job counted (hash, never expires), for Prometheus.
+FN_TOTALS = f"{OWN_PREFIX}fn:totals"
