@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .connection import DEFAULT_ALIAS, get_client
+from .conf import DEFAULT_ALIAS
+from .connection import get_client
 from .core.deploys import Deploy
 from .core.deploys import mark_deploy as record
 
