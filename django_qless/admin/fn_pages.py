@@ -167,12 +167,12 @@ def build_function(window: Window, klass: str, range_name: str,
     end = window.slots[-1].start + resolution.seconds
     return FunctionPage(
         total=total, executions=executions, run_time=run_time, wait_time=wait_time,
-        run_bars=histogram(f"Run time histogram, {where}", total.run, "run"),
-        wait_bars=histogram(f"Wait time histogram, {where}", total.wait, "waiting"),
+        run_bars=histogram(f"Run time histogram, {where}", total.run),
+        wait_bars=histogram(f"Wait time histogram, {where}", total.wait),
         markers=tuple(deploy_strip(deploys, start, end)), has_waits=any(total.wait))
 
 
-def histogram(label: str, counts: Sequence[int], key: str) -> Chart | None:
+def histogram(label: str, counts: Sequence[int]) -> Chart | None:
     """Bars of a ms histogram, from its first to its last non-empty bucket (None: empty)."""
     bars = ms_buckets.adapted(counts)
     if not bars:
@@ -181,8 +181,9 @@ def histogram(label: str, counts: Sequence[int], key: str) -> Chart | None:
     every = max(len(bars) // 6, 1)
     labels = {index: milliseconds(bar.low) for index, bar in enumerate(bars)
               if index % every == 0}
-    return stacked_bars(label, [{key: bar.count} for bar in bars], ((key, "jobs"),), names,
-                        labels)
+    # Drawn as the "completed" series: the bars' colour (every execution, whatever its end).
+    return stacked_bars(label, [{"completed": bar.count} for bar in bars],
+                        (("completed", "executions"),), names, labels)
 
 
 def bar_label(bar: ms_buckets.Bar) -> str:

@@ -52,7 +52,7 @@ def test_the_list_sorts_by_total_time_then_by_failures(seeded: None, viewer: Htt
     by_failures = viewer.get(url("functions") + "?sort=failures").content.decode()
     assert klass_order(by_failures) == ["app.flaky", "app.quick", "app.slow"]
     assert "57.1%" in by_failures  # 4 of app.flaky's 7 executions failed
-    top = by_failures.split('id="qless-top-failures"', 1)[1].split("</ol>", 1)[0]
+    top = by_failures.split('id="qless-top-failures"', 1)[1].split("</table>", 1)[0]
     assert "app.flaky" in top and "app.slow" not in top
     by_name = viewer.get(url("functions") + "?sort=name&range=7d").content.decode()
     assert klass_order(by_name) == ["app.flaky", "app.quick", "app.slow"]
