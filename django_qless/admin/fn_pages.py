@@ -101,6 +101,12 @@ def axis_labels(range_name: str, count: int) -> dict[int, str]:
             for back in range(0, count, every)}
 
 
+def clock(at: float) -> str:
+    """A time in the current time zone, with its day."""
+    return timezone.localtime(dt.datetime.fromtimestamp(at, tz=dt.timezone.utc)).strftime(
+        "%Y-%m-%d %H:%M")
+
+
 def slot_name(start: float, resolution: Resolution) -> str:
     """A slot's start in the current time zone (with the day beyond the last hour)."""
     started = timezone.localtime(dt.datetime.fromtimestamp(start, tz=dt.timezone.utc))
@@ -121,8 +127,7 @@ def deploy_strip(deploys: Sequence[Deploy], start: float, end: float) -> list[Ma
     span = max(end - start, 1.0)
     plot = WIDTH - LEFT - RIGHT
     return [Marker(round(LEFT + plot * (deploy.at - start) / span, 2), deploy.label,
-                   timezone.localtime(dt.datetime.fromtimestamp(deploy.at, tz=dt.timezone.utc))
-                   .strftime("%Y-%m-%d %H:%M"))
+                   clock(deploy.at))
             for deploy in deploys if start <= deploy.at < end]
 
 
@@ -163,13 +168,11 @@ def build_function(window: Window, klass: str, range_name: str,
     total = Figures(klass)
     for figures in slots:
         total.add(figures)
-    start = window.slots[0].start
-    end = window.slots[-1].start + resolution.seconds
     return FunctionPage(
         total=total, executions=executions, run_time=run_time, wait_time=wait_time,
         run_bars=histogram(f"Run time histogram, {where}", total.run),
         wait_bars=histogram(f"Wait time histogram, {where}", total.wait),
-        markers=tuple(deploy_strip(deploys, start, end)), has_waits=any(total.wait))
+        markers=tuple(deploy_strip(deploys, window.start, window.end)), has_waits=any(total.wait))
 
 
 def histogram(label: str, counts: Sequence[int]) -> Chart | None:

@@ -2,12 +2,16 @@
 
 Each `qless_worker` process counts its jobs in memory and adds them every few seconds in the
 round trip that publishes its presence (`add_functions`), so a job costs Redis nothing more.
-The counts go to one hash per time slot at three resolutions, each expiring by itself, so
+The counts go to hashes per time slot at four resolutions, each expiring by itself, so
 nothing prunes them and a range is a pipeline of a fixed number of reads (no SCAN):
 
-- `keys.fn_slot("m", minute)`: per minute, kept 65 minutes (the 1 h range);
-- `keys.fn_slot("q", quarter)`: per 15 minutes, kept 25 hours (the 24 h range);
-- `keys.fn_slot("h", hour)`: per hour, kept 8 days (the 7 d range);
+- per minute, kept 65 minutes (the 1 h range); per 15 minutes, kept 25 hours (the 24 h
+  charts); per hour, kept 8 days (the 7 d charts, the 24 h list); per day, kept 8 days
+  (the 7 d list): lists read few slots, charts many slots of one klass' fields;
+- `keys.fn_slot(resolution, slot)`: each klass' counts and run-time histogram (what the
+  list of functions reads whole);
+- `keys.fn_extra(resolution, slot)`: each klass' wait-time histogram, and the run and wait
+  histograms per queue and of every job (not per day);
 - `keys.FN_TOTALS`: the counts and run-time histogram per klass since the first job,
   never expiring (Prometheus counters must not go down).
 
@@ -36,7 +40,7 @@ KLASS_RUN, KLASS_WAIT, QUEUE_RUN, QUEUE_WAIT, ALL_RUN, ALL_WAIT = (
     "rh", "wh", "qr", "qw", "ar", "aw")
 #: The counter each counted outcome adds to.
 OUTCOME_KINDS = {"completed": COMPLETED, "failed": FAILED, "retried": RETRIED}
-#: Kinds kept in the lifetime totals (those Prometheus exports).
+#: Kinds kept in the lifetime totals (those Prometheus exports), as in `fn_slot` hashes.
 TOTAL_KINDS = frozenset((*COUNTERS, KLASS_RUN))
 #: What a worker counts: (kind, name, bucket) -> increment; bucket -1 for counters, name
 #: "" for the every-job histograms.
@@ -50,20 +54,37 @@ class Resolution:
     name: str
     seconds: int
     keep: int
-    #: Slots the range drawn at this resolution spans.
-    slots: int
+    #: Whether the slot has its `fn_extra` hash too.
+    extra: bool = True
 
     def slot_of(self, now: float) -> int:
         """The slot `now` (epoch seconds) falls in."""
         return int(now // self.seconds)
 
 
-MINUTES = Resolution("m", 60, 65 * 60, 60)
-QUARTERS = Resolution("q", 900, 25 * 3600, 96)
-HOURS = Resolution("h", 3600, 8 * 86400, 168)
-RESOLUTIONS = (MINUTES, QUARTERS, HOURS)
-#: The ranges pages offer, by name, and the resolution each is read at.
-RANGES: dict[str, Resolution] = {"1h": MINUTES, "24h": QUARTERS, "7d": HOURS}
+MINUTES = Resolution("m", 60, 65 * 60)
+QUARTERS = Resolution("q", 900, 25 * 3600)
+HOURS = Resolution("h", 3600, 8 * 86400)
+DAYS = Resolution("d", 86400, 8 * 86400, extra=False)
+RESOLUTIONS = (MINUTES, QUARTERS, HOURS, DAYS)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The slots a range is read as: the last `slots` of `resolution`, the current one last."""
+
+    resolution: Resolution
+    slots: int
+
+
+#: The ranges pages offer, by name: as one klass' charts read them (fine slots) ...
+RANGES: dict[str, Span] = {"1h": Span(MINUTES, 60), "24h": Span(QUARTERS, 96),
+                           "7d": Span(HOURS, 168)}
+#: ... and as the list of every klass reads them (few slots: whole hashes are read).
+LIST_RANGES: dict[str, Span] = {"1h": Span(MINUTES, 60), "24h": Span(HOURS, 24),
+                                "7d": Span(DAYS, 7)}
+#: Kinds kept in the `fn_extra` hashes.
+EXTRA_KINDS = frozenset((KLASS_WAIT, QUEUE_RUN, QUEUE_WAIT, ALL_RUN, ALL_WAIT))
 
 
 def field_name(kind: str, name: str, bucket: int) -> str:
@@ -75,18 +96,23 @@ def field_name(kind: str, name: str, bucket: int) -> str:
 
 def add_functions(pipe: redis.client.Pipeline, counts: Counts, now: float) -> None:
     """Queue on `pipe` the increments of `counts` into `now`'s slots and the totals."""
-    fields = [(field_name(kind, name, bucket), kind, amount)
-              for (kind, name, bucket), amount in counts.items() if amount]
-    if not fields:
-        return
+    main: list[tuple[str, int]] = []
+    extra: list[tuple[str, int]] = []
+    for (kind, name, bucket), amount in counts.items():
+        if amount:
+            (extra if kind in EXTRA_KINDS else main).append(
+                (field_name(kind, name, bucket), amount))
     for resolution in RESOLUTIONS:
-        key = keys.fn_slot(resolution.name, resolution.slot_of(now))
-        for name, _, amount in fields:
-            pipe.hincrby(key, name, amount)
-        pipe.expire(key, resolution.keep)
-    for name, kind, amount in fields:
-        if kind in TOTAL_KINDS:
-            pipe.hincrby(keys.FN_TOTALS, name, amount)
+        slot = resolution.slot_of(now)
+        for key, fields in ((keys.fn_slot(resolution.name, slot), main),
+                            (keys.fn_extra(resolution.name, slot), extra)):
+            if not fields or (not resolution.extra and fields is extra):
+                continue
+            for name, amount in fields:
+                pipe.hincrby(key, name, amount)
+            pipe.expire(key, resolution.keep)
+    for name, amount in main:  # the counts and the run-time histograms
+        pipe.hincrby(keys.FN_TOTALS, name, amount)
 
 
 def empty_histogram() -> list[int]:
@@ -181,9 +207,11 @@ def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def parse_slot(start: float, raw: Mapping[Any, Any]) -> Slot:
-    """A slot hash as figures; fields not understood are skipped."""
-    slot = Slot(start)
+def parse_slot(start: float, raw: Mapping[Any, Any], slot: Slot | None = None) -> Slot:
+    """A slot hash as figures (added to `slot`, if given); fields not understood are
+    skipped."""
+    slot = slot if slot is not None else Slot(start)
+    functions = slot.functions
     for name_raw, value in raw.items():
         try:
             amount = int(value)
@@ -191,7 +219,9 @@ def parse_slot(start: float, raw: Mapping[Any, Any]) -> Slot:
             continue
         kind, _, rest = text(name_raw).partition(":")
         if kind in COUNTERS:
-            figures = slot.functions.get(rest) or slot.functions.setdefault(rest, Figures(rest))
+            figures = functions.get(rest)
+            if figures is None:
+                figures = functions[rest] = Figures(rest)
             add_counter(figures, kind, amount)
             continue
         bucket_text, _, name = rest.partition(":")
@@ -240,15 +270,26 @@ def histogram_of(slot: Slot, kind: str, name: str) -> list[int] | None:
 class Window:
     """The slots of one range, oldest first; the last one is still going on."""
 
-    resolution: Resolution
+    span: Span
+    #: Slot by slot, or one slot adding them all up (`read_list`).
     slots: tuple[Slot, ...]
+    #: When the first slot began and the last one ends (epoch seconds).
+    start: float
+    end: float
+
+    @property
+    def resolution(self) -> Resolution:
+        """How long each slot is."""
+        return self.span.resolution
 
     def totals(self) -> dict[str, Figures]:
         """Each klass' figures over the whole range."""
         totals: dict[str, Figures] = {}
         for slot in self.slots:
             for klass, figures in slot.functions.items():
-                total = totals.get(klass) or totals.setdefault(klass, Figures(klass))
+                total = totals.get(klass)
+                if total is None:
+                    total = totals[klass] = Figures(klass)
                 total.add(figures)
         return totals
 
@@ -278,50 +319,81 @@ class Window:
         return run, wait
 
 
-def slot_numbers(resolution: Resolution, now: float) -> range:
-    """The slots of `resolution`'s range up to `now`'s, oldest first."""
-    last = resolution.slot_of(now)
-    return range(last - resolution.slots + 1, last + 1)
+def slot_numbers(span: Span, now: float) -> range:
+    """The slots of `span` up to `now`'s, oldest first."""
+    last = span.resolution.slot_of(now)
+    return range(last - span.slots + 1, last + 1)
 
 
-def read_window(client: redis.Redis, range_name: str, now: float) -> Window:
-    """Every klass' figures over a range ("1h", "24h", "7d") up to `now`, in one round trip."""
-    resolution = RANGES[range_name]
-    numbers = slot_numbers(resolution, now)
+def span_bounds(span: Span, now: float) -> tuple[range, float, float]:
+    """The slot numbers of `span` up to `now`, when the first began and the last ends."""
+    numbers = slot_numbers(span, now)
+    seconds = span.resolution.seconds
+    return numbers, float(numbers[0] * seconds), float((numbers[-1] + 1) * seconds)
+
+
+def read_list(client: redis.Redis, range_name: str, now: float) -> Window:
+    """Every klass' counts and run-time histogram over a range ("1h", "24h", "7d") up to
+    `now`, at the range's list resolution, in one round trip (no wait times), added up
+    into one slot: each field is parsed once, not once per slot."""
+    span = LIST_RANGES[range_name]
+    numbers, start, end = span_bounds(span, now)
     pipe = client.pipeline(transaction=False)
     for number in numbers:
-        pipe.hgetall(keys.fn_slot(resolution.name, number))
-    hashes = pipe.execute()
-    return Window(resolution, tuple(parse_slot(float(number * resolution.seconds), raw)
-                                    for number, raw in zip(numbers, hashes, strict=True)))
+        pipe.hgetall(keys.fn_slot(span.resolution.name, number))
+    summed: dict[Any, int] = {}
+    get = summed.get
+    for raw in pipe.execute():
+        for name, value in raw.items():
+            try:
+                summed[name] = get(name, 0) + int(value)
+            except ValueError:
+                continue
+    return Window(span, (parse_slot(start, summed),), start, end)
 
 
-def klass_fields(klass: str) -> list[str]:
-    """Every field one klass' figures may have."""
-    return [*(field_name(kind, klass, -1) for kind in COUNTERS),
-            *(field_name(kind, klass, bucket) for kind in (KLASS_RUN, KLASS_WAIT)
-              for bucket in range(ms_buckets.COUNT))]
+def read_histograms(client: redis.Redis, range_name: str, now: float) -> Window:
+    """The run and wait histograms per queue and of every job, and each klass' wait
+    histogram, over a range (its chart resolution), slot by slot, in one round trip."""
+    span = RANGES[range_name]
+    numbers, start, end = span_bounds(span, now)
+    pipe = client.pipeline(transaction=False)
+    for number in numbers:
+        pipe.hgetall(keys.fn_extra(span.resolution.name, number))
+    seconds = span.resolution.seconds
+    return Window(span, tuple(parse_slot(float(number * seconds), raw)
+                              for number, raw in zip(numbers, pipe.execute(), strict=True)),
+                  start, end)
+
+
+def klass_fields(klass: str) -> tuple[list[str], list[str]]:
+    """Every field of one klass: in the `fn_slot` hashes, and in the `fn_extra` ones."""
+    main = [*(field_name(kind, klass, -1) for kind in COUNTERS),
+            *(field_name(KLASS_RUN, klass, bucket) for bucket in range(ms_buckets.COUNT))]
+    return main, [field_name(KLASS_WAIT, klass, bucket) for bucket in range(ms_buckets.COUNT)]
 
 
 def read_function(client: redis.Redis, range_name: str, klass: str, now: float) -> Window:
-    """One klass' figures over a range, slot by slot, in one round trip (HMGET of its own
-    fields: a slot's other klasses are not read)."""
-    resolution = RANGES[range_name]
-    numbers = slot_numbers(resolution, now)
-    names = klass_fields(klass)
+    """One klass' figures over a range, slot by slot at its chart resolution, in one round
+    trip (HMGET of its own fields: a slot's other klasses are not read)."""
+    span = RANGES[range_name]
+    numbers, start, end = span_bounds(span, now)
+    main, extra = klass_fields(klass)
+    name = span.resolution.name
     pipe = client.pipeline(transaction=False)
     for number in numbers:
-        pipe.hmget(keys.fn_slot(resolution.name, number), names)
+        pipe.hmget(keys.fn_slot(name, number), main)
+        pipe.hmget(keys.fn_extra(name, number), extra)
     replies = pipe.execute()
     slots = []
-    for number, values in zip(numbers, replies, strict=True):
-        raw = {name: value for name, value in zip(names, values, strict=True)
-               if value is not None}
-        slots.append(parse_slot(float(number * resolution.seconds), raw))
-    return Window(resolution, tuple(slots))
+    for index, number in enumerate(numbers):
+        raw = {field: value
+               for names, values in ((main, replies[2 * index]), (extra, replies[2 * index + 1]))
+               for field, value in zip(names, values, strict=True) if value is not None}
+        slots.append(parse_slot(float(number * span.resolution.seconds), raw))
+    return Window(span, tuple(slots), start, end)
 
 
 def read_totals(client: redis.Redis) -> dict[str, Figures]:
     """Each klass' figures since the first job counted (the run-time histogram, no wait)."""
     return parse_slot(0.0, client.hgetall(keys.FN_TOTALS)).functions
-

@@ -116,9 +116,16 @@ DEPLOYS = f"{OWN_PREFIX}deploys"
 
 
 def fn_slot(resolution: str, slot: int) -> str:
-    """Per-function figures of one time slot (hash, see `core.fn_metrics`): `resolution` is
-    `m` (minutes), `q` (quarter hours) or `h` (hours), `slot` the epoch time // its length."""
+    """Per-function counts and run-time histograms of one time slot (hash, see
+    `core.fn_metrics`): `resolution` is `m` (minutes), `q` (quarter hours), `h` (hours) or
+    `d` (days), `slot` the epoch time // its length."""
     return f"{OWN_PREFIX}fn:{resolution}:{slot}"
+
+
+def fn_extra(resolution: str, slot: int) -> str:
+    """The wait-time histograms per function, and the run and wait histograms per queue and
+    of every job, of one time slot (hash; not kept per day)."""
+    return f"{OWN_PREFIX}fnx:{resolution}:{slot}"
 
 
 #: Per-function figures since the first job counted (hash, never expires), for Prometheus.

@@ -28,7 +28,7 @@ def test_percentiles_follow_the_durations_counted(redis_client: Redis) -> None:
     for ms in durations:
         tally.count("app.report", "reports", "completed", ms / 1000, 0.020)
     flush(redis_client, tally, NOW)
-    figures = fm.read_window(redis_client, "1h", NOW).totals()["app.report"]
+    figures = fm.read_list(redis_client, "1h", NOW).totals()["app.report"]
     assert figures.executions == figures.completed == 1000
     assert figures.run_ms == pytest.approx(sum(durations), abs=1000)  # each rounded to 1 ms
     assert figures.average_ms == pytest.approx(statistics.mean(durations), rel=0.01)
@@ -36,7 +36,8 @@ def test_percentiles_follow_the_durations_counted(redis_client: Redis) -> None:
         exact = durations[int(fraction * len(durations)) - 1]
         # Linear inside buckets ~1.5x wide: within a quarter of the true value.
         assert figures.run_percentile(fraction) == pytest.approx(exact, rel=0.25)
-    assert ms_buckets.lower_bound(ms_buckets.bucket_of(20)) <= figures.wait_percentile(0.5) <= 20
+    waits = fm.read_histograms(redis_client, "1h", NOW).totals()["app.report"]
+    assert ms_buckets.lower_bound(ms_buckets.bucket_of(20)) <= waits.wait_percentile(0.5) <= 20
 
 
 def test_outcomes_failure_rate_and_tops(redis_client: Redis) -> None:
@@ -47,7 +48,7 @@ def test_outcomes_failure_rate_and_tops(redis_client: Redis) -> None:
     tally.count("app.fast", "q", "retried", 0.001, None)
     tally.count("app.slow", "q", "completed", 2.0, None)
     flush(redis_client, tally, NOW)
-    window = fm.read_window(redis_client, "1h", NOW)
+    window = fm.read_list(redis_client, "1h", NOW)
     fast = window.totals()["app.fast"]
     assert (fast.executions, fast.completed, fast.failures, fast.retries) == (10, 8, 1, 1)
     assert fast.failure_rate == 20.0 and sum(fast.wait) == 0
@@ -63,9 +64,11 @@ def test_each_range_reads_its_own_slots(redis_client: Redis) -> None:
     flush(redis_client, tally, NOW - 2 * 86400)  # two days ago
     tally.count("app.task", "q", "completed", 0.1, None)
     flush(redis_client, tally, NOW)
-    executions = {name: fm.read_window(redis_client, name, NOW).totals()["app.task"].executions
-                  for name in fm.RANGES}
+    executions = {name: fm.read_list(redis_client, name, NOW).totals()["app.task"].executions
+                  for name in fm.LIST_RANGES}
     assert executions == {"1h": 1, "24h": 2, "7d": 3}
+    day = fm.read_function(redis_client, "24h", "app.task", NOW)
+    assert len(day.slots) == 96 and sum(f.executions for f in day.function("app.task")) == 2
     week = fm.read_function(redis_client, "7d", "app.task", NOW)
     assert len(week.slots) == 168 and week.slots[-1].start == NOW
     assert [f.executions for f in week.function("app.task") if f.executions] == [1, 1, 1]
@@ -78,7 +81,10 @@ def test_slots_expire_by_resolution_and_totals_never(redis_client: Redis) -> Non
     flush(redis_client, tally, NOW)
     ttls = {r.name: redis_client.ttl(keys.fn_slot(r.name, r.slot_of(NOW)))
             for r in fm.RESOLUTIONS}
-    assert ttls == {"m": 65 * 60, "q": 25 * 3600, "h": 8 * 86400}
+    assert ttls == {"m": 65 * 60, "q": 25 * 3600, "h": 8 * 86400, "d": 8 * 86400}
+    extra = {r.name: redis_client.ttl(keys.fn_extra(r.name, r.slot_of(NOW)))
+             for r in fm.RESOLUTIONS}
+    assert extra == {"m": 65 * 60, "q": 25 * 3600, "h": 8 * 86400, "d": -2}  # none per day
     assert redis_client.ttl(keys.FN_TOTALS) == -1
     totals = fm.read_totals(redis_client)["app.task"]
     assert (totals.executions, totals.retries, totals.run_ms) == (1, 1, 300)
@@ -91,7 +97,7 @@ def test_queue_and_overall_histograms(redis_client: Redis) -> None:
     tally.count("b", "mail", "completed", 0.010, 0.5)
     tally.count("b", "sms", "failed", 1.0, None)
     flush(redis_client, tally, NOW)
-    window = fm.read_window(redis_client, "1h", NOW)
+    window = fm.read_histograms(redis_client, "1h", NOW)
     run, wait = window.overall()
     assert sum(run) == 3 and sum(wait) == 2
     assert sum(window.queue("mail")[0]) == 2 and sum(window.queue("sms")[1]) == 0
@@ -103,7 +109,7 @@ def test_odd_names_and_foreign_fields(redis_client: Redis) -> None:
     flush(redis_client, tally, NOW)
     key = keys.fn_slot("m", fm.MINUTES.slot_of(NOW))
     redis_client.hset(key, mapping={"zz:1:app": 5, "rh:999:app": 1, "n:bad": "x"})
-    window = fm.read_window(redis_client, "1h", NOW)
+    window = fm.read_list(redis_client, "1h", NOW)
     assert window.totals()["pkg:odd name\nx"].executions == 1
-    assert sum(window.queue("q:1")[0]) == 1
+    assert sum(fm.read_histograms(redis_client, "1h", NOW).queue("q:1")[0]) == 1
     assert window.totals().get("bad") is None or window.totals()["bad"].executions == 0

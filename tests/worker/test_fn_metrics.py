@@ -18,7 +18,7 @@ from django_qless.worker.presence import PresenceReporter
 
 def hour(client: Client) -> dict[str, fm.Figures]:
     """Each klass' figures over the last hour."""
-    return fm.read_window(client.redis, "1h", time.time()).totals()
+    return fm.read_list(client.redis, "1h", time.time()).totals()
 
 
 @pytest.mark.parametrize("options", [
@@ -42,8 +42,9 @@ def test_each_strategy_adds_executions_outcomes_and_times_by_klass(
     assert 200 <= sleep.run_ms < 1500
     assert sum(sleep.run) == 1 and ms_buckets.bucket_of(200) <= sleep.run.index(1)
     # Every execution's wait is known, whether popped lean (with a completion) or not.
-    assert sum(noop.wait) == 2 and sum(found["worker.fail"].wait) == 1
-    window = fm.read_window(qless.redis, "1h", time.time())
+    waits = fm.read_histograms(qless.redis, "1h", time.time()).totals()
+    assert sum(waits["worker.noop"].wait) == 2 and sum(waits["worker.fail"].wait) == 1
+    window = fm.read_histograms(qless.redis, "1h", time.time())
     run, wait = window.overall()
     assert sum(run) == 5 and sum(wait) == 5
     assert sum(window.queue("q")[0]) == 5 and window.queue("other") == (
@@ -67,7 +68,7 @@ def test_a_job_that_waited_lands_in_its_wait_bucket(
     put("worker.noop")
     time.sleep(1.2)
     run_worker("q")
-    wait = hour(qless)["worker.noop"].wait
+    wait = fm.read_histograms(qless.redis, "1h", time.time()).totals()["worker.noop"].wait
     assert sum(wait) == 2
     assert all(ms_buckets.lower_bound(i) >= 700 for i, n in enumerate(wait) if n)
 
@@ -86,15 +87,21 @@ def test_the_publication_writes_each_resolution_with_its_expiry_and_the_totals(
     tally.count("app.task", "q", "lock lost", 9.0, None)  # not an execution's end
     reporter(qless, tally).maybe_publish()
     now = qless.now()
-    for resolution, keep in (("m", 65 * 60), ("q", 25 * 3600), ("h", 8 * 86400)):
-        seconds = {"m": 60, "q": 900, "h": 3600}[resolution]
-        key = keys.fn_slot(resolution, int(now // seconds))
-        assert keep - 5 <= redis_client.ttl(key) <= keep
-        stored = redis_client.hgetall(key)
+    for resolution in fm.RESOLUTIONS:
+        slot = resolution.slot_of(now)
+        main, extra = keys.fn_slot(resolution.name, slot), keys.fn_extra(resolution.name, slot)
+        assert resolution.keep - 5 <= redis_client.ttl(main) <= resolution.keep
+        stored = redis_client.hgetall(main)
         assert stored["n:app.task"] == "1" and stored["ms:app.task"] == "120"
         assert stored[f"rh:{ms_buckets.bucket_of(120)}:app.task"] == "1"
+        if not resolution.extra:  # per day: only what the list of functions reads
+            assert redis_client.exists(extra) == 0
+            continue
+        assert resolution.keep - 5 <= redis_client.ttl(extra) <= resolution.keep
+        stored = redis_client.hgetall(extra)
         assert stored[f"wh:{ms_buckets.bucket_of(4)}:app.task"] == "1"
         assert stored[f"ar:{ms_buckets.bucket_of(120)}"] == "1"
+        assert stored[f"qr:{ms_buckets.bucket_of(120)}:q"] == "1"
     totals = redis_client.hgetall(keys.FN_TOTALS)
     assert redis_client.ttl(keys.FN_TOTALS) == -1  # lifetime counters never expire
     assert totals["n:app.task"] == "1" and not any(k.startswith("wh:") for k in totals)

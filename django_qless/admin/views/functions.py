@@ -36,7 +36,7 @@ def function_list(ctx: PageContext) -> HttpResponse:
     sort = ctx.request.GET.get("sort", "total")
     if sort not in fn_pages.SORTS:
         sort = "total"
-    window = fn_metrics.read_window(ctx.client.redis, range_name, ctx.client.now())
+    window = fn_metrics.read_list(ctx.client.redis, range_name, ctx.client.now())
     totals = window.totals()
     rows = fn_pages.rows(totals, sort)
     sort_links = []
@@ -48,6 +48,7 @@ def function_list(ctx: PageContext) -> HttpResponse:
         "rows": rows,
         "range_name": range_name,
         "range_label": fn_pages.RANGE_LABELS[range_name][0],
+        "since": fn_pages.clock(window.start),
         "ranges": range_links(ctx, "functions"),
         "sort": sort,
         "sort_links": sort_links,
@@ -62,10 +63,8 @@ def function_page(ctx: PageContext, klass: str) -> HttpResponse:
     deploys (a klass that ran nothing there gets the page, saying so)."""
     range_name = chosen_range(ctx)
     window = fn_metrics.read_function(ctx.client.redis, range_name, klass, ctx.client.now())
-    start = window.slots[0].start
-    end = window.slots[-1].start + window.resolution.seconds
     page = fn_pages.build_function(window, klass, range_name,
-                                   deploys_between(ctx.client.redis, start, end))
+                                   deploys_between(ctx.client.redis, window.start, window.end))
     context = {
         "klass": klass,
         "fn": page,
