@@ -15,6 +15,8 @@ from django_qless.worker import Worker
 from django_qless.worker.fn_tally import FunctionTally
 from django_qless.worker.presence import PresenceReporter
 
+from .conftest import WorkerProcess
+
 
 def hour(client: Client) -> dict[str, fm.Figures]:
     """Each klass' figures over the last hour."""
@@ -59,6 +61,17 @@ def test_async_jobs_on_the_event_loop_are_counted(
     run_worker("q", concurrency=2)
     anap = hour(qless)["worker.anap"]
     assert (anap.executions, anap.completed) == (2, 2) and anap.run_ms >= 100
+
+
+def test_each_process_of_a_supervised_worker_adds_its_own(
+    qless: Client, put: Callable[..., str], spawn: Callable[..., WorkerProcess]
+) -> None:
+    for _ in range(6):
+        put("worker.noop")
+    worker = spawn("q", "--processes", "2", "--burst")
+    assert worker.wait() == 0, worker.output()
+    noop = hour(qless)["worker.noop"]
+    assert (noop.executions, noop.completed) == (6, 6)
 
 
 def test_a_job_that_waited_lands_in_its_wait_bucket(
