@@ -69,7 +69,7 @@ class Job:
 
     @property
     def waited(self) -> float | None:
-        """Seconds the job waited, from ready to its pop; None when the reply does not tell.
+        """Seconds the job waited for this pop (since its put, last move or pop), or None.
 
         A lean pop says it exactly; a full one tells it, to the second, by its history's
         last two entries when they are its `put` and this `popped`. Never read from Redis.
