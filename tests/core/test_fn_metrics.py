@@ -8,8 +8,8 @@ import statistics
 import pytest
 from redis import Redis
 
+from django_qless.core import Job, keys, ms_buckets
 from django_qless.core import fn_metrics as fm
-from django_qless.core import keys, ms_buckets
 from django_qless.worker.fn_tally import FunctionTally
 
 NOW = 1_800_000_000.0  # a quarter-hour and hour boundary
@@ -113,3 +113,15 @@ def test_odd_names_and_foreign_fields(redis_client: Redis) -> None:
     assert window.totals()["pkg:odd name\nx"].executions == 1
     assert sum(fm.read_histograms(redis_client, "1h", NOW).queue("q:1")[0]) == 1
     assert window.totals().get("bad") is None or window.totals()["bad"].executions == 0
+
+
+@pytest.mark.parametrize(("fields", "waited"), [
+    ({"waited": 0.0123}, 0.0123),  # a lean pop says it
+    ({"history": [{"what": "put", "when": 100}, {"what": "popped", "when": 103}]}, 3.0),
+    ({"history": [{"what": "failed", "when": 100}, {"what": "popped", "when": 103}]}, None),
+    ({"history": [{"what": "popped", "when": 103}]}, None),
+    ({}, None),  # a lean reply of another script: not read from Redis
+])
+def test_the_wait_a_popped_job_carries(fields: dict[str, object], waited: float | None) -> None:
+    job = Job(None, {"jid": "j", "klass": "k", **fields})  # type: ignore[arg-type]
+    assert job.waited == waited  # no client: nothing is read
