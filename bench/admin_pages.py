@@ -11,7 +11,8 @@ the admin with Django's test client and times every page the admin routes list, 
 tab of the queue page and both ends of the long lists (median of R renders), and the
 live refreshes of the pages that refresh themselves (the same URL with `X-Qless-Live`),
 over an hour of throughput and depth samples of 100 queues, and a week of them per 15
-minutes and per hour (the overview timed at each range, with deploy markers); it stops if a page is
+minutes and per hour (the overview timed at each range, with deploy markers), and the
+Functions pages over a week of per-function figures of `FUNCTIONS` klasses; it stops if a page is
 missing from its list. It also reports the slowest Redis command the pages ran
 (SLOWLOG, threshold 10 ms) and whether any page used KEYS or SCAN. The target is
 every page under one second with no command over 10 ms.
@@ -47,7 +48,8 @@ from django_qless.admin import stuck  # noqa: E402
 from django_qless.admin.live_requests import HEADER  # noqa: E402
 from django_qless.admin.routes import ROUTES  # noqa: E402
 from django_qless.admin.views.queues import TABS  # noqa: E402
-from django_qless.core import Client, QueueCounts  # noqa: E402
+from django_qless.core import Client, QueueCounts, keys, ms_buckets  # noqa: E402
+from django_qless.core import fn_metrics as fm  # noqa: E402
 from django_qless.core.crons import CronStore  # noqa: E402
 from django_qless.core.deploys import mark_deploy  # noqa: E402
 from django_qless.core.latency import latencies  # noqa: E402
@@ -72,6 +74,9 @@ SLOW_MICROSECONDS = 10_000
 BLOCK = 5_000
 #: Queues in the live overview's hour of throughput and depth samples.
 LIVE_QUEUES = 100
+#: Job functions with a week of per-function figures (each with ~15 run-time and ~15
+#: wait-time buckets in every slot of every resolution).
+FUNCTIONS = 50
 #: Suffix of the names of live refreshes in the table of timed pages.
 LIVE = " (live refresh)"
 #: The queue of the "What is stuck" situations, and the silent workers holding its jobs.
@@ -186,6 +191,46 @@ def fill_live_week(client: Client) -> None:
         mark_deploy(client.redis, f"bench deploy {back}", now - 86400 * back - 1800)
 
 
+def function_slot(klasses: list[str], spread: int = 15) -> dict[str, int]:
+    """One slot's fields as busy workers leave them: every klass ran, in `spread` buckets."""
+    fields: dict[str, int] = {}
+    for number, klass in enumerate(klasses):
+        first = 5 + number % 15
+        for kind, amount in ((fm.EXECUTIONS, 300), (fm.COMPLETED, 290), (fm.FAILED, 6),
+                             (fm.RETRIED, 4), (fm.RUN_MS, 300 * 40 * (1 + number % 15))):
+            fields[fm.field_name(kind, klass, -1)] = amount
+        for bucket in range(first, min(first + spread, ms_buckets.COUNT)):
+            for kind, name in ((fm.KLASS_RUN, klass), (fm.KLASS_WAIT, klass),
+                               (fm.QUEUE_RUN, f"q{number % 5}"), (fm.QUEUE_WAIT, f"q{number % 5}"),
+                               (fm.ALL_RUN, ""), (fm.ALL_WAIT, "")):
+                field = fm.field_name(kind, name, bucket)
+                fields[field] = fields.get(field, 0) + 20
+    return fields
+
+
+def fill_functions(client: Client) -> None:
+    """Every slot of the hour, the day and the week filled for `FUNCTIONS` klasses, the
+    lifetime totals too."""
+    now = time.time()
+    fields = function_slot([f"bench.functions.f{number:02d}" for number in range(FUNCTIONS)])
+    main = {name: value for name, value in fields.items()
+            if name.split(":", 1)[0] in fm.TOTAL_KINDS}
+    extra = {name: value for name, value in fields.items() if name not in main}
+    for resolution in fm.RESOLUTIONS:
+        # Enough slots for the longest range read at this resolution.
+        count = max(span.slots for span in (*fm.RANGES.values(), *fm.LIST_RANGES.values())
+                    if span.resolution is resolution)
+        pipe = client.redis.pipeline(transaction=False)
+        for number in fm.slot_numbers(fm.Span(resolution, count), now):
+            for key, mapping in ((keys.fn_slot(resolution.name, number), main),
+                                 (keys.fn_extra(resolution.name, number), extra)):
+                if resolution.extra or mapping is main:
+                    pipe.hset(key, mapping=mapping)
+                    pipe.expire(key, resolution.keep)
+        pipe.execute()
+    client.redis.hset(keys.FN_TOTALS, mapping=main)
+
+
 def page_url(route: str, query: str = "", /, **kwargs: str) -> str:
     """An admin URL of the app on the default connection."""
     return reverse(f"admin:django_qless_{route}", kwargs={"alias": "default", **kwargs}) + query
@@ -226,6 +271,11 @@ def pages(jobs: int) -> dict[str, str]:
         "recurring page": page_url("recurring", jid="recur-00"),
         "config": page_url("config"),
         "audit": page_url("audit"),
+        **{f"functions ({name})": page_url("functions", f"?range={name}") for name in fm.RANGES},
+        "functions (7d, by failures)": page_url("functions", "?range=7d&sort=failures"),
+        **{f"function page ({name})": page_url("function", f"?range={name}",
+                                              klass="bench.functions.f07")
+           for name in fm.RANGES},
         "metrics (Prometheus)": reverse("django_qless:metrics"),
     }
     live = ("overview", "overview, last 7 days", "queue running tab", "job page (waiting)",
@@ -322,8 +372,10 @@ def main() -> int:
             fill_stuck(lua, options.side)
             fill_live_hour(Client(lua.client))
             fill_live_week(Client(lua.client))
+            fill_functions(Client(lua.client))
             print(f"and {options.side:,} failed, completed and scheduled jobs each, "
-                  f"{WORKERS} workers, 50 recurring templates and the stuck situations in "
+                  f"{WORKERS} workers, 50 recurring templates, the stuck situations, a week "
+                  f"of {FUNCTIONS} job functions in "
                   f"{time.perf_counter() - started:.1f} s")
             ok = report(lua, logged_in_client(), options.jobs, options.repeat)
     finally:

@@ -89,13 +89,19 @@ local function pop_one(now, queue, jid, worker, expires, cap, time, untracked, l
   if not lean and now >= 0 and now < 1e14 then
     newest = { worker = worker, when = floor(now), what = 'popped' }
   end
-  QlessQueue.stat(queue, now, 'wait', now - (tonumber(v[12]) or now))
+  local waited = now - (tonumber(v[12]) or now)
+  QlessQueue.stat(queue, now, 'wait', waited)
   rcall('hmset', key, 'time', time, 'worker', worker, 'expires', expires, 'state', 'running')
   rcall('zadd', 'ql:w:' .. worker .. ':jobs', score_text(expires), jid)
   rcall('zadd', 'ql:q:' .. queue .. '-locks', score_text(expires), jid)
   v[13], v[14], v[15] = 'running', worker, expires
   -- A job that can run has no dependencies left: no need to read them.
   local object = QlessJob.object(jid, v, NONE, newest, untracked, lean)
+  if lean then
+    -- Seconds the job waited to be popped, for the worker's wait-time histogram (the
+    -- lean object has no history to tell it from; other clients never ask for lean).
+    object.waited = waited
+  end
   if object.tracked then
     Qless.publish('popped', jid)
   end

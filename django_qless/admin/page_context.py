@@ -27,6 +27,7 @@ NAVIGATION = (
     ("Overview", "overview", permissions.VIEW),
     ("Queues", "queues", permissions.VIEW),
     ("Workers", "workers", permissions.VIEW),
+    ("Functions", "functions", permissions.VIEW),
     ("Tracked", "tracked", permissions.VIEW),
     ("Failed", "failures", permissions.VIEW),
     ("Completed", "completed", permissions.VIEW),

@@ -23,6 +23,7 @@ from .views import (
     config,
     cron,
     failures,
+    functions,
     jobs,
     latency_threshold,
     overview,
@@ -100,6 +101,9 @@ INDEX_ROUTES: dict[type[Model], str] = {
 
 ROUTES: tuple[Route, ...] = (
     page(models.Overview, "", overview.overview, "overview"),
+    page(models.Overview, "functions/", functions.function_list, "functions"),
+    page(models.Overview, "functions/f/<qless_name:klass>/", functions.function_page,
+         "function"),
     page(models.Queue, "", queues.queue_list, "queues"),
     page(models.Queue, "q/<qless_name:name>/", queues.queue_page, "queue"),
     action(models.Queue, "pause/", queues.pause, "queue_pause", permissions.QUEUES),

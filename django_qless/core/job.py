@@ -41,6 +41,8 @@ class Job:
         # Parsed on first read: the worker pops jobs by the thousand and never reads it.
         # None when the reply left it out (the worker's lean pops): read from Redis then.
         self._history: Any = obj.get("history")
+        # Seconds waited before this pop, in a lean pop's reply (see `waited`).
+        self._waited: Any = obj.get("waited")
         self.failure: Failure | None = Failure.from_json(obj.get("failure"))
         spawned = obj.get("spawned_from_jid")
         self.spawned_from_jid: str | None = str(spawned) if spawned else None
@@ -64,6 +66,27 @@ class Job:
             stored = self._stored
             self._history = stored._history if stored is not None else []
         return tuple(HistoryEntry.from_json(entry) for entry in as_list(self._history))
+
+    @property
+    def waited(self) -> float | None:
+        """Seconds the job waited for this pop (since its put, last move or pop), or None.
+
+        A lean pop says it exactly; a full one tells it, to the second, by its history's
+        last two entries when they are its `put` and this `popped`. Never read from Redis.
+        """
+        if isinstance(self._waited, int | float):
+            return max(float(self._waited), 0.0)
+        entries = self._history
+        if not isinstance(entries, list) or len(entries) < 2:
+            return None
+        put, popped = entries[-2], entries[-1]
+        if not (isinstance(put, dict) and isinstance(popped, dict)
+                and put.get("what") == "put" and popped.get("what") == "popped"):
+            return None
+        try:
+            return max(float(popped["when"]) - float(put["when"]), 0.0)
+        except (KeyError, TypeError, ValueError):
+            return None
 
     @functools.cached_property
     def dependents(self) -> tuple[str, ...]:

@@ -153,3 +153,20 @@ def throughput_slot(width: str, slot: int) -> str:
 def depth_slot(width: str, slot: int) -> str:
     """The first depth sample taken in one coarser slot (string: JSON as `depth`'s)."""
     return f"{OWN_PREFIX}depth:{width}:{slot}"
+
+
+def fn_slot(resolution: str, slot: int) -> str:
+    """Per-function counts and run-time histograms of one time slot (hash, see
+    `core.fn_metrics`): `resolution` is `m` (minutes), `q` (quarter hours), `h` (hours) or
+    `d` (days), `slot` the epoch time // its length."""
+    return f"{OWN_PREFIX}fn:{resolution}:{slot}"
+
+
+def fn_extra(resolution: str, slot: int) -> str:
+    """The wait-time histograms per function, and the run and wait histograms per queue and
+    of every job, of one time slot (hash; not kept per day)."""
+    return f"{OWN_PREFIX}fnx:{resolution}:{slot}"
+
+
+#: Per-function figures since the first job counted (hash, never expires), for Prometheus.
+FN_TOTALS = f"{OWN_PREFIX}fn:totals"

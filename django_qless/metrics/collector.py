@@ -21,6 +21,8 @@ from ..connection import get_client
 from ..core import QlessError, Timing
 from ..outbox.backlog import Backlog, backlog
 from ..outbox.tables import outbox_databases, ready
+from ..registry import registry
+from .functions import bounded, run_buckets
 from .readings import Reading, read
 
 logger = logging.getLogger(__name__)
@@ -133,6 +135,20 @@ class Families:
         self.run = HistogramMetricFamily(
             "qless_job_run_seconds", "Time from pop to completion, today (UTC)",
             labels=["connection", "queue"])
+        self.fn_executions = CounterMetricFamily(
+            "qless_function_executions",
+            "Executions of each job function counted by qless_worker processes (ever)",
+            labels=["connection", "klass"])
+        self.fn_failures = CounterMetricFamily(
+            "qless_function_failures", "Executions of each job function that failed for good",
+            labels=["connection", "klass"])
+        self.fn_retries = CounterMetricFamily(
+            "qless_function_retries",
+            "Executions of each job function that failed and were put back for a retry",
+            labels=["connection", "klass"])
+        self.fn_run = HistogramMetricFamily(
+            "qless_function_run_seconds", "How long each job function's executions ran",
+            labels=["connection", "klass"])
         self.outbox_rows = GaugeMetricFamily(
             "qless_outbox_rows", "On-commit enqueues not yet put into Redis (outbox rows)",
             labels=["database"])
@@ -156,6 +172,12 @@ class Families:
             self.run.add_metric(labels, buckets(stats.run), stats.run.mean * stats.run.count)
         for group, count in reading.failure_groups.items():
             self.groups.add_metric([alias, group], count)
+        for klass, figures in sorted(bounded(reading.functions, registry.__contains__).items()):
+            labels = [alias, klass]
+            self.fn_executions.add_metric(labels, figures.executions)
+            self.fn_failures.add_metric(labels, figures.failures)
+            self.fn_retries.add_metric(labels, figures.retries)
+            self.fn_run.add_metric(labels, run_buckets(figures), figures.run_ms / 1000)
         self.workers.add_metric([alias], reading.workers_known)
         self.alive.add_metric([alias], reading.workers_alive)
 
@@ -163,6 +185,7 @@ class Families:
         """The families, in a stable order."""
         return (self.up, self.jobs, self.latency, self.paused, self.completed, self.failures,
                 self.retries, self.groups, self.workers, self.alive, self.wait, self.run,
+                self.fn_executions, self.fn_failures, self.fn_retries, self.fn_run,
                 self.outbox_rows, self.outbox_age)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core import Client, QlessError, QueueCounts, Stats
+from ..core.fn_metrics import Figures, read_totals
 from ..core.latency import latencies
 
 #: Seconds a worker may go unseen (no pop, no heartbeat) and still count as alive, when the
@@ -23,6 +24,8 @@ class Reading:
     workers_alive: int
     #: Seconds the next job of each queue with waiting jobs has waited.
     latencies: dict[str, float] = field(default_factory=dict)
+    #: Each klass' figures since the first job counted (`core.fn_metrics`).
+    functions: dict[str, Figures] = field(default_factory=dict)
 
 
 def read(client: Client) -> Reading:
@@ -42,4 +45,5 @@ def read(client: Client) -> Reading:
         workers_known=len(client.workers.counts()),
         workers_alive=client.workers.seen_since(now - window),
         latencies=latencies(client, [counts.name for counts in queues]),
+        functions=read_totals(client.redis),
     )

@@ -33,6 +33,7 @@ from ..core import (
     ScriptNotLoadedError,
     commands,
 )
+from .fn_tally import FunctionTally
 from .health import LeaseGuard
 from .held import DurationAverage, Held, HeldJobs, still_ours
 from .log_fields import job_fields
@@ -75,6 +76,8 @@ class Fetcher:
         self.outcomes: Counter[str] = Counter()
         #: The same by queue, until the presence publication adds them to Redis.
         self.tally = Tally()
+        #: The same by klass, with run and wait times (the per-function figures).
+        self.functions = FunctionTally()
         #: The same by (klass, outcome), for the workers page.
         self.klass_outcomes: Counter[tuple[str, str]] = Counter()
         #: Jobs popped with a completion come without history and dependents, unless a
@@ -249,10 +252,11 @@ class Fetcher:
 
     def count(self, job: Job, outcome: Outcome, duration: float = 0.0) -> None:
         """Count one outcome, in all, by klass and by queue with its run time (for the live
-        overview)."""
+        overview), and by klass with its run and wait times (per-function figures)."""
         self.outcomes[outcome.value] += 1
         self.klass_outcomes[job.klass, outcome.value] += 1
         self.tally.count(job.queue_name, outcome.value, duration)
+        self.functions.count(job.klass, job.queue_name, outcome.value, duration, job.waited)
 
     # Popping.
 

@@ -80,6 +80,7 @@ class Worker:
             self.monitor_client, options.queues, lambda: self.monitor.current,
             lambda: (self.outcomes[Outcome.COMPLETED.value], self.outcomes[Outcome.FAILED.value]),
             self.fetcher.tally, shown_settings(options), self.fetcher.klass_outcomes,
+            functions=self.fetcher.functions,
         )
         #: Puts the due slot jobs of cron schedules (from the monitor thread, see `run_once`).
         self.crons = CronSlots(self.monitor_client)

@@ -19,8 +19,10 @@ import redis
 
 from .. import __version__
 from ..core import Client, QlessError
+from ..core.fn_metrics import add_functions
 from ..core.live import add_throughput, claim_depth, fill_depth
 from ..core.presence import Presence, RunningJob, add_publication, add_withdrawal
+from .fn_tally import FunctionTally
 from .name_claim import claim
 from .rss import rss_mb
 from .self_report import busiest_klasses, cpu_seconds, load_average
@@ -45,8 +47,11 @@ class PresenceReporter:
                  current: Callable[[], Running | None],
                  counts: Callable[[], tuple[int, int]], tally: Tally | None = None,
                  settings: tuple[tuple[str, str], ...] = (),
-                 klass_outcomes: Mapping[tuple[str, str], int] | None = None) -> None:
+                 klass_outcomes: Mapping[tuple[str, str], int] | None = None,
+                 functions: FunctionTally | None = None) -> None:
         self.client = client
+        #: Jobs by klass with run and wait times, added with each publication.
+        self.functions = functions if functions is not None else FunctionTally()
         self.settings = settings
         #: Live counts of (klass, outcome), kept by the job thread.
         self.klass_outcomes: Mapping[tuple[str, str], int] = (
@@ -87,16 +92,19 @@ class PresenceReporter:
         self._shown = running.job.jid if running is not None else None
         now_wall = self.client.now()
         taken = self.tally.take()
+        by_klass = self.functions.take()
         try:
             pipe = self.client.redis.pipeline(transaction=True)
             add_publication(pipe, self.snapshot(), TTL)
             add_throughput(pipe, taken, now_wall)
+            add_functions(pipe, by_klass, now_wall)
             claim_depth(pipe, now_wall)
             claimed = bool(pipe.execute()[-1])
         except (redis.RedisError, QlessError, OSError) as exc:
             # Reporting is best effort: the job loop has its own handling of a lost Redis.
             # What was counted goes with the next publication instead.
             self.tally.give_back(taken)
+            self.functions.give_back(by_klass)
             logger.debug("qless worker %s: presence not published: %s",
                          self.client.worker_name, exc)
             return
@@ -139,10 +147,13 @@ class PresenceReporter:
         """A clean stop: remove the presence now rather than letting it expire, and add the
         jobs finished since the last publication."""
         taken = self.tally.take()
+        by_klass = self.functions.take()
         try:
             pipe = self.client.redis.pipeline(transaction=True)
+            now_wall = self.client.now()
             add_withdrawal(pipe, self.client.worker_name)
-            add_throughput(pipe, taken, self.client.now())
+            add_throughput(pipe, taken, now_wall)
+            add_functions(pipe, by_klass, now_wall)
             pipe.execute()
         except (redis.RedisError, QlessError, OSError) as exc:
             logger.debug("qless worker %s: presence not withdrawn: %s",

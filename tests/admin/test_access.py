@@ -22,7 +22,8 @@ from tests.admin.conftest import ALL_PERMS, World, logged_in, plant
 from tests.recurring.cron_helpers import define
 
 PAGES = {
-    "overview_changelist", "overview", "queue_changelist", "queues", "queue",
+    "overview_changelist", "overview", "functions", "function",
+    "queue_changelist", "queues", "queue",
     "job_changelist", "search", "job", "completed", "tracked", "tagged",
     "failure_changelist", "failures", "failure_group",
     "worker_changelist", "workers", "worker",
@@ -74,7 +75,7 @@ def kwargs_for(name: str, world: World) -> dict[str, str]:
     values = {
         "queue": {"name": "jobs"}, "job": {"jid": world.failed},
         "failure_group": {"group": world.group}, "worker": {"name": world.worker},
-        "recurring": {"jid": world.recurring},
+        "recurring": {"jid": world.recurring}, "function": {"klass": "tests.testapp.add"},
     }
     return {"alias": "default", **values.get(name, {})}
 
@@ -88,7 +89,7 @@ def test_every_url_is_classified() -> None:
     found = app_url_names()
     assert found - PAGES - set(ACTIONS) == set(), "classify the new URL(s) in this test"
     assert (PAGES | set(ACTIONS)) - found == set(), "a classified URL no longer exists"
-    assert len(found) == len(PAGES) + len(ACTIONS) == 51
+    assert len(found) == len(PAGES) + len(ACTIONS) == 53
 
 
 def send(client: HttpClient, method: str, path: str) -> Any:

@@ -32,7 +32,7 @@ from django_qless.core.presence import Presence, RunningJob, publish
 from django_qless.recurring import sync_schedules
 from django_qless.schedules import schedule_jid
 from tests.admin import axe
-from tests.admin.conftest import ALL_PERMS, World, plant, url
+from tests.admin.conftest import ALL_PERMS, KLASS, World, plant, url
 from tests.admin.test_browser import CHROMIUM, browser_page, images, log_in, shoot
 from tests.admin.test_job_attempts_page import TASK_DATA, fail_attempt, popped
 from tests.recurring.cron_helpers import define
@@ -136,6 +136,8 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "recurring (managed)": url("recurring", jid=schedule_jid("recurapp.poll_feed")),
         "config": url("config"),
         "audit": url("audit"),
+        "functions": url("functions"),  # the burst worker above counted its jobs
+        "function": url("function", klass=KLASS) + "?range=24h",
     }
 
 

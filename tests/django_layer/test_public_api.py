@@ -12,13 +12,16 @@ import django_qless
 from django_qless.apps import DjangoQlessConfig
 from django_qless.connection import get_client
 from django_qless.decorators import qless_job
+from django_qless.deploy_marks import mark_deploy
 from django_qless.schedules import every
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_all_lists_the_public_api() -> None:
-    assert django_qless.__all__ == ["__version__", "every", "get_client", "qless_job"]
+    assert django_qless.__all__ == ["__version__", "every", "get_client", "mark_deploy",
+                                    "qless_job"]
+    assert django_qless.mark_deploy is mark_deploy
     assert django_qless.every is every
     assert django_qless.qless_job is qless_job
     assert django_qless.get_client is get_client

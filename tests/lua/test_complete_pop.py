@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import redis
 
 from tests.lua.helpers import T0, expect_error, get, listish, pop, put
@@ -50,11 +51,15 @@ def test_the_same_writes_and_replies_as_complete_then_pop_first(lua, redis_clien
     assert run("one call") == alone  # replies byte for byte, and every key
     state, lean, written = run("lean")
     assert (state, written) == (alone[0], alone[2])
-    # Lean: the popped jobs are pop.first's without their history and dependents.
+    # Lean: the popped jobs are pop.first's without their history and dependents, with the
+    # seconds each waited (j3 was put at T0 + 0.5, popped at T0 + 2).
     full = json.loads(alone[1])
     assert [job["jid"] for job in full] == ["j3"]
     assert full[0]["dependents"] == ["j2"] and len(full[0]["history"]) == 2
-    assert json.loads(lean) == [
+    assert "waited" not in full[0]
+    popped = json.loads(lean)
+    assert [job.pop("waited") for job in popped] == [pytest.approx(1.5)]
+    assert popped == [
         {k: v for k, v in job.items() if k not in ("history", "dependents")} for job in full]
 
 
