@@ -136,6 +136,9 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "recurring (managed)": url("recurring", jid=schedule_jid("recurapp.poll_feed")),
         "config": url("config"),
         "audit": url("audit"),
+        "bulk runs": url("bulk_runs"),
+        "bulk choose (queue jobs, waiting)": url("bulk_choose") + "?queue=jobs&state=waiting",
+        "bulk run (gone: error page)": url("bulk_run", run_id="feedfacecafebeef"),
     }
 
 

@@ -206,6 +206,7 @@ def test_a_closed_page_leaves_the_run_to_resume_where_it_stopped(
     other = logged_in(make_user("other", superuser=True))
     listed = other.get(url("bulk_runs")).content.decode()
     assert run_id in listed and "apply" in listed and f"200 of {MANY}" in listed
+    assert f'aria-label="Abandon run {run_id}"' in listed and ">Resume</a>" in listed
     page = other.get(url("bulk_run", run_id=run_id)).content.decode()
     assert f"Applying: 200 of {MANY} jobs taken" in page and "data-qless-auto" in page
     run = bulk_runs.load(qless, run_id)

@@ -21,7 +21,7 @@ from ..page_context import PageContext
 #: The permissions of the actions offered; a user with none of them cannot start a run.
 BULK_PERMS = (permissions.RETRY, permissions.CANCEL, permissions.EDIT)
 #: Dependents and matched jids shown on the confirmation.
-SHOWN = 20
+SHOWN = 10
 
 
 def offered(ctx: PageContext) -> list[bulk_all.BulkAction]:
@@ -201,5 +201,7 @@ def abandon(ctx: PageContext) -> HttpResponse:
 
 def runs(ctx: PageContext) -> HttpResponse:
     """The bulk runs of the last 7 days, unfinished ones to resume or abandon."""
-    context = {"runs": bulk_runs.recent(ctx.client), "labels": BULK_ACTIONS}
+    rows = [(run, BULK_ACTIONS[run.action], ctx.can(BULK_ACTIONS[run.action].action.perm))
+            for run in bulk_runs.recent(ctx.client) if run.action in BULK_ACTIONS]
+    context = {"rows": rows}
     return ctx.render("bulk_runs.html", context, title="Bulk runs", section="")
