@@ -29,6 +29,7 @@ from .views import (
     queues,
     recurring,
     recurring_run,
+    search,
     worker_control,
     workers,
 )
@@ -104,7 +105,7 @@ ROUTES: tuple[Route, ...] = (
     action(models.Queue, "pause/", queues.pause, "queue_pause", permissions.QUEUES),
     action(models.Queue, "unpause/", queues.unpause, "queue_unpause", permissions.QUEUES),
     action(models.Queue, "settings/", queues.save_settings, "queue_settings", permissions.QUEUES),
-    page(models.Job, "", jobs.search, "search"),
+    page(models.Job, "", search.search, "search"),
     page(models.Job, "j/<qless_name:jid>/", jobs.job_page, "job"),
     page(models.Job, "completed/", jobs.completed, "completed"),
     page(models.Job, "tracked/", jobs.tracked, "tracked"),

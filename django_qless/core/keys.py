@@ -18,6 +18,12 @@ TRACKED = "ql:tracked"
 WORKERS = "ql:workers"
 #: Config overrides (hash).
 CONFIG = "ql:config"
+#: Queue names (zset: name -> time first seen).
+QUEUES = "ql:queues"
+#: Failure groups that hold jobs (set).
+FAILURES = "ql:failures"
+#: Completed jids (zset: jid -> completion time).
+COMPLETED = "ql:completed"
 #: Every event, as a JSON object with an `event` field.
 LOG_CHANNEL = "ql:log"
 #: The channels qless publishes on for everyone (the per-event ones carry tracked jids only).
@@ -44,6 +50,21 @@ QUEUE_SETS = ("work", "locks", "scheduled", "depends", "recur")
 def job(jid: str) -> str:
     """The hash of one job."""
     return f"ql:j:{jid}"
+
+
+def failure_group(group: str) -> str:
+    """The failed jids of one failure group (list, newest first)."""
+    return f"ql:f:{group}"
+
+
+def tag(name: str) -> str:
+    """The jids carrying one tag (zset: jid -> time tagged)."""
+    return f"ql:t:{name}"
+
+
+def worker_jobs(worker: str) -> str:
+    """The jids one worker holds (zset: jid -> lock expiry)."""
+    return f"ql:w:{worker}:jobs"
 
 
 def template(jid: str) -> str:

@@ -172,7 +172,7 @@ def test_missing_job_is_a_404_page(world: World, viewer: HttpClient) -> None:
 
 @pytest.mark.parametrize(
     ("query", "target"),
-    [("failed", "job"), ("every-minute", "recurring"), ("red", "tagged")],
+    [("failed", "job"), ("every-minute", "recurring"), ("red", "search by tag")],
 )
 def test_search_finds_jobs_recurring_jobs_and_tags(
     query: str, target: str, world: World, viewer: HttpClient
@@ -181,13 +181,15 @@ def test_search_finds_jobs_recurring_jobs_and_tags(
     response = viewer.get(url("search") + f"?q={value}")
     assert response.status_code == 302
     expected = {"job": url("job", jid=world.failed), "recurring": url("recurring", jid=value),
-                "tagged": url("tagged") + "?tag=red"}[target]
+                "search by tag": url("search") + "?tag=red"}[target]
     assert response["Location"] == expected
 
 
 def test_search_for_nothing(world: World, viewer: HttpClient) -> None:
     response = viewer.get(url("search") + "?q=nothing-here")
-    assert messages_of(response) == ["No job, recurring job or tag 'nothing-here' found."]
+    assert response["Location"] == url("search") + "?jid_prefix=nothing-here"
+    found = viewer.get(response["Location"])
+    assert found.context["page"].items == [] and found.context["walk"].done
 
 
 def test_tagged_page_lists_jobs_with_the_tag(world: World, viewer: HttpClient) -> None:

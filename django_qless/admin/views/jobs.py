@@ -1,10 +1,9 @@
-"""Job pages: search, one job, completed, tracked, and jobs by tag."""
+"""Job pages: one job, completed, tracked, and jobs by tag (the search has its own module)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
@@ -18,8 +17,6 @@ from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
 from ..presenters import TRACKED_STATES, tracked_counts
 
-TOP_TAGS = 50
-
 
 def list_context(ctx: PageContext, page: Pagination[str]) -> dict[str, Any]:
     """A page of jids as job rows, plus what the bulk-action bar needs."""
@@ -30,35 +27,6 @@ def list_context(ctx: PageContext, page: Pagination[str]) -> dict[str, Any]:
         ),
         "queue_names": [q.name for q in ctx.client.queues()],
     }
-
-
-def search(ctx: PageContext) -> HttpResponse:
-    """Find a job or recurring job by jid, else jobs by tag; lists the most used tags."""
-    query = ctx.request.GET.get("q", "").strip()
-    if query:
-        found = find(ctx, query)
-        if found is not None:
-            return HttpResponseRedirect(found)
-        messages.warning(ctx.request, f"No job, recurring job or tag {query!r} found.")
-    context = {"query": query, "top_tags": ctx.client.top_tags(0, TOP_TAGS)}
-    return ctx.render("search.html", context, title="Find jobs", section="search")
-
-
-def find(ctx: PageContext, query: str) -> str | None:
-    """URL of the job, recurring job or tag named `query`, if there is one."""
-    # Free text: what cannot be a jid or a tag is simply not found.
-    try:
-        if ctx.client.get_job(query) is not None:
-            return ctx.link("job", jid=query)
-        if ctx.client.recurring(query) is not None:
-            return ctx.link("recurring", jid=query)
-    except InvalidArgumentError:
-        pass
-    try:
-        total, _ = ctx.client.tagged_jids(query, 0, 1)
-    except InvalidArgumentError:
-        return None
-    return f"{ctx.url('tagged')}?{urlencode({'tag': query})}" if total else None
 
 
 def job_page(ctx: PageContext, jid: str) -> HttpResponse:
