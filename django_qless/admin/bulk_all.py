@@ -16,16 +16,16 @@ from urllib.parse import parse_qsl, urlencode
 from django import forms
 from django.core.exceptions import ValidationError
 
-from ..core import Client
+from ..core import Client, InvalidArgumentError
 from ..core import validation as check
-from . import audit, bulk_runs
+from . import audit, bulk_runs, search_query
 from .dependents import waiting_on
 from .feedback import plural
 from .forms import checked, split_tags
 from .job_actions import JobAction, job_action
 from .list_walks import TRACKED, UnwalkableFilterError, selection_for, tracked_walk
 from .page_context import PageContext
-from .selection import STATES, JobFilter, Selection
+from .selection import JobFilter, Selection
 from .views.actions import all_jobs, each_job
 
 #: Jobs acted on per chunk: a few script calls, each on at most this many jobs.
@@ -117,15 +117,21 @@ class BulkForm(forms.Form):
         return float(checked(lambda v: check.number(v, "priority"), value))
 
 
-def parse_source(client: Client, query: Mapping[str, str]) -> tuple[str, str, Selection]:
-    """(source, in words, walk) of a list's query; `ValueError` with the reason if bad."""
+def parse_source(
+    client: Client, query: Mapping[str, str], *, may_search_data: bool
+) -> tuple[str, str, Selection]:
+    """(source, in words, walk) of a list's or search's query; `ValueError` with the reason
+    if bad."""
     if query.get("tracked"):
         return TRACKED, "tracked jobs", tracked_walk(client)
-    job_filter = JobFilter.from_query(query)
+    try:
+        job_filter = search_query.parse(query)
+    except InvalidArgumentError as exc:
+        raise ValueError(str(exc)) from None
+    if job_filter.data_contains and not may_search_data:
+        raise ValueError("selecting by job data needs the view_job_data permission")
     if job_filter.is_empty():
         raise ValueError("choose the jobs first: a queue tab, a failure group, a tag or a search")
-    if job_filter.state and job_filter.state not in STATES:
-        raise ValueError(f"there is no job state {job_filter.state!r}")
     if job_filter.queue and job_filter.queue not in {q.name for q in client.queues()}:
         raise ValueError(f"there is no queue {job_filter.queue!r}")
     try:
@@ -183,6 +189,6 @@ def apply_chunk(ctx: PageContext, run: bulk_runs.Run) -> tuple[int, list[str]]:
     return outcome.done, problems
 
 
-def offer(query: Mapping[str, str], total: int) -> dict[str, Any]:
-    """What a list's "Select all N matching" link needs: its selection and size."""
+def offer(query: Mapping[str, str], total: int | None) -> dict[str, Any]:
+    """What a list's "Select all N matching" link needs: its selection and size (if known)."""
     return {"query": urlencode(dict(query)), "total": total}

@@ -2,7 +2,7 @@
 
 Each list is one sorted set the script (or a plain ZRANGE) pages by offset, so a step is
 one bounded read; the cursor is the offset reached. A filter naming more than a list's
-own criteria is walked by the search's `FilterWalk`, when it is there.
+own criteria is walked by the search's `FilterWalk`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core import Client
+from ..core import Client, InvalidArgumentError
+from .filter_walk import FilterWalk
 from .selection import START, JobFilter, Selection, Step
 
 #: Candidates read per call (the script's largest page).
@@ -88,11 +89,6 @@ def selection_for(client: Client, job_filter: JobFilter) -> Selection:
     if walk is not None:
         return walk
     try:
-        from .filter_walk import FilterWalk  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise UnwalkableFilterError(
-            f"jobs matching {job_filter.describe()} cannot be selected here: choose a queue "
-            "tab, a failure group, a tag, the completed or the tracked jobs"
-        ) from None
-    found: Selection = FilterWalk(client, job_filter)
-    return found
+        return FilterWalk(client, job_filter)
+    except InvalidArgumentError as exc:
+        raise UnwalkableFilterError(str(exc)) from None

@@ -342,7 +342,8 @@ def test_post_only_and_csrf(
     ({"queue": "q", "state": "waiting"}, "untag", {"tags": ""}, "Give at least one tag."),
     ({"queue": "q", "state": "waiting"}, "explode", {}, "Select a valid choice"),
     ({"queue": "nope", "state": "waiting"}, "retry", {}, "there is no queue &#x27;nope&#x27;"),
-    ({"queue": "q", "state": "asleep"}, "retry", {}, "there is no job state"),
+    ({"queue": "q", "state": "asleep"}, "retry", {}, "unknown state &#x27;asleep&#x27;"),
+    ({"group": "g", "state": "waiting"}, "retry", {}, "a failure group holds failed jobs only"),
     ({}, "retry", {}, "choose the jobs first"),
 ])
 def test_bad_input_is_refused_before_anything_is_written(
@@ -409,3 +410,30 @@ def test_an_unknown_run_is_404(operator: HttpClient) -> None:
     assert operator.get(url("bulk_run", run_id="feedfacecafebeef")).status_code == 404
     response = operator.post(url("bulk_step"), {"run": "feedfacecafebeef"}, follow=True)
     assert "No bulk run" in response.content.decode()
+
+
+def test_a_search_is_a_selection_too(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient
+) -> None:
+    wanted = plant_waiting(lua, redis_client, MANY, queue="q", prefix="a")
+    others = [qless.queue("q").put("tests.testapp.qless_jobs.other", {}) for _ in range(20)]
+    search = url("search") + f"?queue=q&klass={KLASS}"
+    page = operator.get(search).content.decode()
+    assert "Select all matching&hellip;" in page and f"/bulk/new/?queue=q&amp;klass={KLASS}" in page
+    run, confirmation = run_to_end(qless, operator, {"queue": "q", "klass": KLASS}, "tag",
+                                   tags="found")
+    assert f"Add tags found: all {MANY} jobs matching queue q, klass {KLASS}?" in confirmation
+    assert run.done == MANY
+    assert all("found" in job.tags for job in qless.get_jobs(wanted))
+    assert not any("found" in job.tags for job in qless.get_jobs(others))
+
+
+def test_selecting_by_job_data_needs_the_data_permission(
+    lua: LuaScript, redis_client: redis.Redis, make_user: Callable[..., User]
+) -> None:
+    plant_waiting(lua, redis_client, 3, queue="q")
+    blind = logged_in(make_user("blind", perms=("view_qless", "edit_jobs")))
+    response = start(blind, {"queue": "q", "data_contains": "secret"}, "track")
+    page = blind.get(response["Location"]).content.decode()
+    assert "selecting by job data needs the view_job_data permission" in page
+    assert bulk_keys(redis_client) == []

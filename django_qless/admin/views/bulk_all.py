@@ -51,7 +51,8 @@ def choose(ctx: PageContext) -> HttpResponse:
                           section="", crumbs=[("Bulk runs", ctx.url("bulk_runs")),
                                               ("Act on all matching jobs", None)])
     try:
-        source, described, walk = bulk_all.parse_source(ctx.client, query)
+        source, described, walk = bulk_all.parse_source(
+            ctx.client, query, may_search_data=ctx.can(permissions.VIEW_DATA))
     except ValueError as exc:
         problem = {"message": f"Cannot select these jobs: {exc}."}
         return ctx.render("error.html", problem, title="Act on all matching jobs", section="",
@@ -86,7 +87,8 @@ def start(ctx: PageContext) -> HttpResponse:
         messages.error(ctx.request, f"Nothing was changed: {form_errors(form)}")
         return HttpResponseRedirect(fallback)
     try:
-        source, described, _ = bulk_all.parse_source(ctx.client, selection)
+        source, described, _ = bulk_all.parse_source(
+            ctx.client, selection, may_search_data=ctx.can(permissions.VIEW_DATA))
     except ValueError as exc:
         messages.error(ctx.request, f"Nothing was changed: {exc}.")
         return HttpResponseRedirect(fallback)
