@@ -21,7 +21,7 @@ def qless_select_all(context: template.Context) -> dict[str, Any] | None:
     """
     offer = context.get("select_all")
     if offer is not None or context.get("walk") is None or "request" not in context:
-        return offer  # type: ignore[no-any-return]
+        return offer
     try:
         job_filter = search_query.parse(context["request"].GET)
     except InvalidArgumentError:
