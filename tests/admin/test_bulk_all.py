@@ -437,3 +437,46 @@ def test_selecting_by_job_data_needs_the_data_permission(
     page = blind.get(response["Location"]).content.decode()
     assert "selecting by job data needs the view_job_data permission" in page
     assert bulk_keys(redis_client) == []
+
+
+def test_collecting_goes_a_few_bounded_steps_per_request_and_says_how_far(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bulk_all, "STEP_LIMIT", 50)
+    monkeypatch.setattr(bulk_all, "STEPS_PER_REQUEST", 2)
+    plant_waiting(lua, redis_client, MANY, queue="q")
+    run_id = run_id_of(start(operator, {"queue": "q", "state": "waiting"}, "track"))
+    run = bulk_runs.load(qless, run_id)
+    assert run is not None and (run.phase, run.looked, run.total, run.matched) == (
+        "collect", 100, MANY, 100)
+    page = operator.get(url("bulk_run", run_id=run_id)).content.decode()
+    assert f"Collecting: looked at 100 of {MANY} candidates, 100 match so far." in page
+    assert qless.tracked_count() == 0
+    requests = 1
+    while run.phase == "collect":
+        run = collect_one(qless, operator, run_id)
+        requests += 1
+    assert (run.phase, run.matched, requests) == ("ready", MANY, 5)  # 100 a request
+
+
+def collect_one(qless: Client, client: HttpClient, run_id: str) -> bulk_runs.Run:
+    """One collect request; the run after it."""
+    assert step(client, run_id).status_code == 302
+    run = bulk_runs.load(qless, run_id)
+    assert run is not None
+    return run
+
+
+def test_a_run_takes_at_most_max_jobs_and_says_so(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bulk_all, "MAX_JOBS", 300)
+    jids = plant_waiting(lua, redis_client, MANY, queue="q")
+    run, page = run_to_end(qless, operator, {"queue": "q", "state": "waiting"}, "priority",
+                           priority="4")
+    assert "all 300 jobs matching queue q, state waiting?" in page
+    assert "this run takes the first 300; start another for the rest" in page
+    assert run.done == 300
+    assert sorted(job.priority for job in qless.get_jobs(jids)).count(4) == 300
