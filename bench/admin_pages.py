@@ -159,7 +159,7 @@ def pages(jobs: int, bulk_run: str) -> dict[str, str]:
         "job page (depends)": page_url("job", jid="after-0000"),
         "job page (depended on)": page_url("job", jid="later-000000"),
         "search": page_url("search"),
-        "search, nothing found": page_url("search", "?q=no-such-job"),
+        "search, nothing found": page_url("search", "?jid_prefix=no-such-job"),
         "completed": page_url("completed"),
         "tracked": page_url("tracked"),
         "tagged, page 1": page_url("tagged", "?tag=bench"),
@@ -172,6 +172,7 @@ def pages(jobs: int, bulk_run: str) -> dict[str, str]:
         "recurring page": page_url("recurring", jid="recur-00"),
         "config": page_url("config"),
         "metrics (Prometheus)": reverse("django_qless:metrics"),
+        "audit": page_url("audit"),
         "bulk runs": page_url("bulk_runs"),
         "bulk choose (big queue, waiting)":
             page_url("bulk_choose", f"?queue={QUEUE}&state=waiting"),
