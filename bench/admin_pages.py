@@ -268,6 +268,8 @@ def report(lua: LuaScript, client: HttpClient, jobs: int, repeat: int) -> bool:
     worst = max((entry["duration"] for entry in slow), default=0)
     print(f"Redis commands over {SLOW_MICROSECONDS / 1000:.0f} ms: {len(slow)}"
           f" (slowest {worst / 1000:.1f} ms); KEYS/SCAN used: {'yes' if scans else 'no'}")
+    for entry in slow[:10]:  # which ones (the command cut short)
+        print(f"  {entry['duration'] / 1000:.1f} ms: {str(entry['command'])[:90]}")
     return ok and not slow and not scans
 
 
