@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core import Client, InvalidArgumentError
+from ..core import Client, InvalidArgumentError, keys
 from .filter_walk import FilterWalk
 from .selection import START, JobFilter, Selection, Step
 
@@ -79,8 +79,8 @@ def list_walk(client: Client, job_filter: JobFilter) -> ListWalk | None:
 
 
 def completed_count(client: Client) -> int:
-    """How many completed jobs qless keeps (the `ql:completed` set)."""
-    return int(client.redis.zcard("ql:completed"))
+    """How many completed jobs qless keeps (its completed set)."""
+    return int(client.redis.zcard(keys.COMPLETED))
 
 
 def selection_for(client: Client, job_filter: JobFilter) -> Selection:
