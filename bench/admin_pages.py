@@ -60,6 +60,8 @@ TAGS = '["bench"]'
 WORKERS = 100
 KLASS = "bench.Job"
 BUDGET = 1.0
+#: A search over the big queue that matches nothing: every request walks its whole budget.
+WALK = f"queue={QUEUE}&state=waiting&klass=bench.Other"
 SLOW_MICROSECONDS = 10_000
 BLOCK = 5_000
 #: Queues in the live overview's hour of throughput and depth samples.
@@ -159,7 +161,12 @@ def pages(jobs: int, bulk_run: str) -> dict[str, str]:
         "job page (depends)": page_url("job", jid="after-0000"),
         "job page (depended on)": page_url("job", jid="later-000000"),
         "search": page_url("search"),
+        # A jid prefix nothing has: the walk goes through every set until its time is up.
         "search, nothing found": page_url("search", "?jid_prefix=no-such-job"),
+        "search, class over the big queue": page_url("search", f"?{WALK}"),
+        "search, look further (mid-queue)": page_url(
+            "search", f"?{WALK}&cursor=w1.0.{jobs // 2}.{jobs}.{jobs // 2}"),
+        "search, data substring": page_url("search", f"?queue={QUEUE}&data_contains=no-such"),
         "completed": page_url("completed"),
         "tracked": page_url("tracked"),
         "tagged, page 1": page_url("tagged", "?tag=bench"),

@@ -251,11 +251,12 @@ class FilterWalk:
         wanted = self.filter
         if job["state"] is None:
             return False  # gone since the index was read
-        if wanted.state and shown_state([job["state"], job["expires"]], now) != wanted.state:
+        # The plain comparisons first: most candidates fail one of them.
+        if wanted.klass and job["klass"] != wanted.klass:
             return False
         if wanted.queue and job["queue"] != wanted.queue:
             return False
-        if wanted.klass and job["klass"] != wanted.klass:
+        if wanted.state and shown_state([job["state"], job["expires"]], now) != wanted.state:
             return False
         if wanted.worker and wanted.worker not in (job["worker"], _failure_worker(job)):
             return False

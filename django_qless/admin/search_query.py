@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
+from datetime import timezone as dt_timezone
 
 from django.utils import timezone
 
@@ -52,5 +53,5 @@ def local_input(seconds: float | None) -> str:
     """A bound as a datetime-local input's value, in the current time zone."""
     if seconds is None:
         return ""
-    when = timezone.localtime(datetime.fromtimestamp(seconds, UTC))
+    when = timezone.localtime(datetime.fromtimestamp(seconds, dt_timezone.utc))
     return when.strftime("%Y-%m-%dT%H:%M" if not when.second else "%Y-%m-%dT%H:%M:%S")

@@ -1,10 +1,14 @@
-"""FilterWalk over real Redis: each criterion, combined ones, cursors, shifting sets, bad input."""
+"""FilterWalk over real Redis: each criterion, combined ones, cursors, shifting sets, bad
+input; and how a page of results gathers its steps."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from django_qless.admin.filter_walk import Cursor, FilterWalk, check_filter
+from django_qless.admin.search_results import result_page
 from django_qless.admin.selection import START, JobFilter, Step
 from django_qless.core import Client, InvalidArgumentError
 from tests.admin.conftest import KLASS, World
@@ -241,3 +245,36 @@ def test_the_cursor_round_trips() -> None:
 def test_a_limit_below_one_is_refused(qless: Client) -> None:
     with pytest.raises(InvalidArgumentError, match="limit"):
         FilterWalk(qless, JobFilter()).step(START, 0)
+
+
+class Scripted:
+    """A Selection that answers scripted steps, to test how a page gathers them."""
+
+    def __init__(self, steps: list[Step], pause: float = 0.0) -> None:
+        self.filter = JobFilter()
+        self.steps = steps
+        self.pause = pause
+        self.asked: list[tuple[str, int]] = []
+
+    def step(self, cursor: str, limit: int) -> Step:
+        self.asked.append((cursor, limit))
+        time.sleep(self.pause)
+        return self.steps[len(self.asked) - 1]
+
+
+def test_a_page_gathers_steps_until_it_is_full_and_shows_a_job_once() -> None:
+    steps = [Step(("a", "b"), "c1", 10, 100), Step(("b", "c"), "c2", 20, 100),
+             Step(("d",), "c3", 30, 100)]
+    selection = Scripted(steps)
+    page = result_page(selection, START, size=4)
+    assert page.jids == ("a", "b", "c", "d") and page.cursor == "c3" and page.looked == 30
+    assert selection.asked == [(START, 4), ("c1", 2), ("c2", 1)]
+
+
+def test_a_page_stops_at_the_end_of_the_walk_its_steps_or_its_time() -> None:
+    done = result_page(Scripted([Step(("a",), None, 5, 5)]), START)
+    assert done.done and done.jids == ("a",) and done.steps == 1
+    many = [Step((), f"c{n}", n, 100) for n in range(1, 10)]
+    assert result_page(Scripted(many), START, max_steps=3).cursor == "c3"
+    slow = result_page(Scripted(many, pause=0.05), START, seconds=0.08)
+    assert slow.steps == 2 and slow.cursor == "c2" and not slow.done
