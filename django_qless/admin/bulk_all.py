@@ -182,13 +182,8 @@ def apply_chunk(ctx: PageContext, run: bulk_runs.Run) -> tuple[int, list[str]]:
     outcome = Outcome()
     for start in range(0, len(chunk), SLICE):
         jids = chunk[start : start + SLICE]
-        data: dict[str, Any] = {**run.data, "jids": jids}
-        if entry.slug == "cancel":
-            # qless cancels a job only with the jobs waiting on it: take them along, as now.
-            data["jids"] = jids + waiting_on(ctx.client, jids)
-            part = all_jobs(ctx, entry.action, data)
-        else:
-            part = each_job(ctx, entry.action, data)
+        part = (cancel_slice(ctx, run, jids) if entry.slug == "cancel"
+                else each_job(ctx, entry.action, {**run.data, "jids": jids}))
         outcome.changes += part.changes
         outcome.errors += part.errors
         outcome.done += part.done
@@ -199,6 +194,19 @@ def apply_chunk(ctx: PageContext, run: bulk_runs.Run) -> tuple[int, list[str]]:
     problems = [f"{jid}: {why}" for jid, why in outcome.errors]
     bulk_runs.save_applied(ctx.client, run, outcome.done, problems)
     return outcome.done, problems
+
+
+def cancel_slice(ctx: PageContext, run: bulk_runs.Run, jids: list[str]) -> Outcome:
+    """Cancel jobs with the jobs waiting on them (qless takes them only together, as a
+    single cancel does); a matched job already cancelled that way is not reported."""
+    along = waiting_on(ctx.client, jids)
+    outcome = all_jobs(ctx, BULK_ACTIONS["cancel"].action, {"jids": jids + along})
+    cancelled = {change.target for change in outcome.changes}
+    bulk_runs.add_cancelled_along(ctx.client, run.id, [j for j in along if j in cancelled])
+    missing = [jid for jid, why in outcome.errors if why == "no longer exists"]
+    earlier = bulk_runs.cancelled_along(ctx.client, run.id, missing)
+    outcome.errors = [(jid, why) for jid, why in outcome.errors if jid not in earlier]
+    return outcome
 
 
 def offer(query: Mapping[str, str], total: int | None) -> dict[str, Any]:

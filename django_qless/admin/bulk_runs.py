@@ -46,7 +46,7 @@ def jids_key(run_id: str) -> str:
 
 
 def also_key(run_id: str) -> str:
-    """The dependents a cancel takes along (found while collecting)."""
+    """The dependents a cancel takes along (found while collecting, and those it did)."""
     return f"{run_key(run_id)}:also"
 
 
@@ -231,6 +231,20 @@ def also_sample(client: Client, run_id: str, count: int) -> tuple[int, list[str]
     total = int(client.redis.scard(also_key(run_id)))
     sample = client.redis.srandmember(also_key(run_id), count) if total else []
     return total, sorted(text(j) for j in sample or [])
+
+
+def add_cancelled_along(client: Client, run_id: str, jids: list[str]) -> None:
+    """Remember the dependents a cancel chunk took along."""
+    if jids:
+        client.redis.sadd(also_key(run_id), *jids)
+
+
+def cancelled_along(client: Client, run_id: str, jids: list[str]) -> set[str]:
+    """Which of `jids` a cancel run took along with a job they waited on."""
+    if not jids:
+        return set()
+    found = client.redis.smismember(also_key(run_id), jids)
+    return {jid for jid, member in zip(jids, found, strict=True) if member}
 
 
 def problem_lines(client: Client, run_id: str, count: int = 50) -> list[str]:

@@ -480,3 +480,18 @@ def test_a_run_takes_at_most_max_jobs_and_says_so(
     assert "this run takes the first 300; start another for the rest" in page
     assert run.done == 300
     assert sorted(job.priority for job in qless.get_jobs(jids)).count(4) == 300
+
+
+def test_a_matched_job_cancelled_earlier_with_its_dependency_is_not_a_problem(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient
+) -> None:
+    jids = plant_waiting(lua, redis_client, MANY, queue="q", tags=("red",))
+    # Tagged last, so walked in the last chunk; cancelled in the first, with its parent.
+    child = qless.queue("q").put(KLASS, {}, depends=[jids[0]], tags=["red"])
+    run, page = run_to_end(qless, operator, {"tag": "red"}, "cancel")
+    assert f"all {MANY + 1} jobs matching tag red?" in page
+    assert qless.get_jobs([*jids, child]) == []
+    assert (run.done, run.problems) == (MANY + 1, 0)
+    [entry] = AuditEntry.objects.filter(action="cancel", target=child)
+    assert "chunk 1:" in entry.message  # with its parent, long before its own turn
+    assert bulk_runs.matched_sample(qless, run.id, MANY + 1)[-1] == child
