@@ -9,17 +9,20 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
 
-from .. import bulk_all, bulk_runs, permissions
+from .. import bulk_all, bulk_runs, live_requests, permissions
 from ..bulk_all import BULK_ACTIONS, BulkForm
 from ..feedback import confirmed, form_errors, plural
 from ..page_context import PageContext
 
 #: The permissions of the actions offered; a user with none of them cannot start a run.
 BULK_PERMS = (permissions.RETRY, permissions.CANCEL, permissions.EDIT)
+#: The script that posts a run's next step by itself (`bulk.js`).
+MEDIA = forms.Media(js=["django_qless/bulk.js"])
 #: Dependents and matched jids shown on the confirmation.
 SHOWN = 10
 
@@ -132,6 +135,8 @@ def run_page(ctx: PageContext, run_id: str) -> HttpResponse:
         "max_jobs": bulk_all.MAX_JOBS,
         "chunk": bulk_all.CHUNK,
         "auto": run.phase in (bulk_runs.COLLECT, bulk_runs.APPLY),
+        # Every page's script, and the one that posts the next step.
+        "qless_media": live_requests.MEDIA + MEDIA,
     }
     title = f"Bulk run {run.id}"
     crumbs = [("Bulk runs", ctx.url("bulk_runs")), (run.id, None)]
