@@ -11,8 +11,10 @@ the admin with Django's test client and times every page the admin routes list, 
 tab of the queue page and both ends of the long lists (median of R renders), and the
 live refreshes of the pages that refresh themselves (the same URL with `X-Qless-Live`),
 over an hour of throughput and depth samples of 100 queues, and a week of them per 15
-minutes and per hour (the overview timed at each range, with deploy markers), and the
-Functions pages over a week of per-function figures of `FUNCTIONS` klasses; it stops if a page is
+minutes and per hour (the overview timed at each range, with deploy markers), the
+Functions pages over a week of per-function figures of `FUNCTIONS` klasses, and the steps
+of a bulk run (a collect step over the big queue, an apply chunk retrying side jobs); it
+stops if a page is
 missing from its list. It also reports the slowest Redis command the pages ran
 (SLOWLOG, threshold 10 ms) and whether any page used KEYS or SCAN. The target is
 every page under one second with no command over 10 ms.
@@ -45,6 +47,7 @@ from django.test.utils import override_settings, setup_test_environment  # noqa:
 from django.urls import resolve, reverse  # noqa: E402
 
 from django_qless.admin import stuck  # noqa: E402
+from django_qless.admin.bulk_all import CHUNK  # noqa: E402
 from django_qless.admin.live_requests import HEADER  # noqa: E402
 from django_qless.admin.routes import ROUTES  # noqa: E402
 from django_qless.admin.views.queues import TABS  # noqa: E402
@@ -236,8 +239,9 @@ def page_url(route: str, query: str = "", /, **kwargs: str) -> str:
     return reverse(f"admin:django_qless_{route}", kwargs={"alias": "default", **kwargs}) + query
 
 
-def pages(jobs: int) -> dict[str, str]:
-    """Every admin page (and every tab, first and last pages of the long lists) to time."""
+def pages(jobs: int, bulk_run: str) -> dict[str, str]:
+    """Every admin page (and every tab, first and last pages of the long lists) to time;
+    `bulk_run` is a bulk run over the big queue, waiting for its confirmation."""
     last = max(1, -(-jobs // 25))
     middle = last // 2
     timed = {
@@ -277,6 +281,10 @@ def pages(jobs: int) -> dict[str, str]:
                                               klass="bench.functions.f07")
            for name in fm.RANGES},
         "metrics (Prometheus)": reverse("django_qless:metrics"),
+        "bulk runs": page_url("bulk_runs"),
+        "bulk choose (big queue, waiting)":
+            page_url("bulk_choose", f"?queue={QUEUE}&state=waiting"),
+        "bulk run (confirmation)": page_url("bulk_run", run_id=bulk_run),
     }
     live = ("overview", "overview, last 7 days", "queue running tab", "job page (waiting)",
             "failures", "workers", "worker page")
@@ -331,6 +339,37 @@ def logged_in_client() -> HttpClient:
     return client
 
 
+def post_step(client: HttpClient, route: str, body: dict[str, str]) -> tuple[float, str]:
+    """Seconds one bulk POST took, and where it redirected."""
+    started = time.perf_counter()
+    response = client.post(page_url(route), body)
+    seconds = time.perf_counter() - started
+    if response.status_code != 302:
+        raise SystemExit(f"{route}: HTTP {response.status_code}")
+    return seconds, response["Location"]
+
+
+def bulk_steps(client: HttpClient) -> tuple[str, dict[str, float]]:
+    """A bulk run over the big queue's waiting jobs collected to its confirmation (left
+    there: nothing is applied to the big queue), and a retry of one failure group of the
+    side queue applied for one chunk; (the first run's id, seconds of each step timed)."""
+    timed: dict[str, float] = {}
+    big = {"action": "priority", "priority": "1", "f_queue": QUEUE, "f_state": "waiting"}
+    timed["bulk start + first collect step"], where = post_step(client, "bulk_start", big)
+    run_id = where.rstrip("/").rsplit("/", 1)[1]
+    steps = [post_step(client, "bulk_step", {"run": run_id})[0] for _ in range(3)]
+    timed["bulk collect step (big queue)"] = statistics.median(steps)
+    side = {"action": "retry", "f_state": "failed", "f_group": "bench.Error1"}
+    _, where = post_step(client, "bulk_start", side)
+    side_id = where.rstrip("/").rsplit("/", 1)[1]
+    for _ in range(20):  # collected to its confirmation
+        post_step(client, "bulk_step", {"run": side_id})
+    chunks = [post_step(client, "bulk_step", {"run": side_id, "confirmed": "yes"})[0]
+              for _ in range(3)]
+    timed[f"bulk apply chunk ({CHUNK} retries)"] = statistics.median(chunks)
+    return run_id, timed
+
+
 def report(lua: LuaScript, client: HttpClient, jobs: int, repeat: int) -> bool:
     """Time every page and print a table; True when all are within budget."""
     lua.client.config_set("slowlog-log-slower-than", SLOW_MICROSECONDS)
@@ -338,7 +377,11 @@ def report(lua: LuaScript, client: HttpClient, jobs: int, repeat: int) -> bool:
     lua.client.config_resetstat()
     ok = True
     print(f"{'page':<34} {'median ms':>10}  under {BUDGET:.0f} s")
-    for name, path in pages(jobs).items():
+    bulk_run, steps = bulk_steps(client)
+    for name, seconds in steps.items():
+        ok &= seconds < BUDGET
+        print(f"{name:<34} {seconds * 1000:>10.1f}  {'yes' if seconds < BUDGET else 'NO'}")
+    for name, path in pages(jobs, bulk_run).items():
         seconds = time_page(client, path, repeat, live=name.endswith(LIVE))
         ok &= seconds < BUDGET
         print(f"{name:<34} {seconds * 1000:>10.1f}  {'yes' if seconds < BUDGET else 'NO'}")
@@ -349,6 +392,8 @@ def report(lua: LuaScript, client: HttpClient, jobs: int, repeat: int) -> bool:
     worst = max((entry["duration"] for entry in slow), default=0)
     print(f"Redis commands over {SLOW_MICROSECONDS / 1000:.0f} ms: {len(slow)}"
           f" (slowest {worst / 1000:.1f} ms); KEYS/SCAN used: {'yes' if scans else 'no'}")
+    for entry in slow[:10]:  # which ones (the command cut short)
+        print(f"  {entry['duration'] / 1000:.1f} ms: {str(entry['command'])[:90]}")
     return ok and not slow and not scans
 
 

@@ -20,6 +20,7 @@ from . import permissions
 from .job_actions import JOB_ACTIONS, JobAction
 from .views import (
     actions,
+    bulk_all,
     config,
     cron,
     failures,
@@ -117,6 +118,13 @@ ROUTES: tuple[Route, ...] = (
     page(models.Job, "tracked/", jobs.tracked, "tracked"),
     page(models.Job, "tagged/", jobs.tagged, "tagged"),
     *(job_action_route(entry) for entry in JOB_ACTIONS),
+    # Bulk runs check the permission of the single action they run (`views/bulk_all.py`).
+    page(models.Job, "bulk/", bulk_all.runs, "bulk_runs"),
+    page(models.Job, "bulk/new/", bulk_all.choose, "bulk_choose"),
+    page(models.Job, "bulk/r/<str:run_id>/", bulk_all.run_page, "bulk_run"),
+    action(models.Job, "bulk/start/", bulk_all.start, "bulk_start", permissions.VIEW),
+    action(models.Job, "bulk/step/", bulk_all.step, "bulk_step", permissions.VIEW),
+    action(models.Job, "bulk/abandon/", bulk_all.abandon, "bulk_abandon", permissions.VIEW),
     page(models.Failure, "", failures.groups, "failures"),
     page(models.Failure, "g/<qless_name:group>/", failures.group_page, "failure_group"),
     action(models.Failure, "retry/", failures.retry_group, "failure_retry", permissions.RETRY),

@@ -138,6 +138,9 @@ def pages(world: World, retried: str) -> dict[str, str]:
         "audit": url("audit"),
         "functions": url("functions"),  # the burst worker above counted its jobs
         "function": url("function", klass=KLASS) + "?range=24h",
+        "bulk runs": url("bulk_runs"),
+        "bulk choose (queue jobs, waiting)": url("bulk_choose") + "?queue=jobs&state=waiting",
+        "bulk run (gone: error page)": url("bulk_run", run_id="feedfacecafebeef"),
     }
 
 

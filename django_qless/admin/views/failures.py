@@ -10,7 +10,7 @@ from django.http import HttpResponse
 
 from ...audit_log.models import Kind
 from ...core import Job
-from .. import audit, bulk, presenters
+from .. import audit, bulk, bulk_all, presenters
 from ..feedback import confirm_page, confirmed, invalid, plural, report
 from ..forms import GroupForm
 from ..page_context import PageContext
@@ -75,6 +75,7 @@ def group_page(ctx: PageContext, group: str) -> HttpResponse:
 
     context: dict[str, Any] = {
         **list_context(ctx, paginate(ctx.request, fetch, total)), "group": group, "total": total,
+        "select_all": bulk_all.offer({"state": "failed", "group": group}, total),
     }
     crumbs = [("Failed jobs", ctx.url("failures")), (group, None)]
     return ctx.render(

@@ -9,9 +9,10 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 
 from ...core import InvalidArgumentError, Job
-from .. import job_info, permissions, presenters
+from .. import bulk_all, job_info, permissions, presenters
 from ..attempts import attempts_of
 from ..dependency_graph import dependency_graph
+from ..list_walks import completed_count
 from ..page_context import PageContext
 from ..pagination import Pagination, paginate, paginate_sequence
 from ..presenters import TRACKED_STATES, tracked_counts
@@ -81,7 +82,8 @@ def job_crumbs(ctx: PageContext, job: Job) -> list[tuple[str, str | None]]:
 def completed(ctx: PageContext) -> HttpResponse:
     """Recently completed jobs, newest first."""
     page = paginate(ctx.request, ctx.client.completed)
-    context = list_context(ctx, page)
+    context = {**list_context(ctx, page),
+               "select_all": bulk_all.offer({"state": "complete"}, completed_count(ctx.client))}
     crumbs = [("Completed jobs", None)]
     return ctx.render(
         "job_list.html", context, title="Completed jobs", section="completed", crumbs=crumbs
@@ -105,6 +107,8 @@ def tracked(ctx: PageContext) -> HttpResponse:
         "counts": tracked_counts(states),
         "total": ctx.client.tracked_count(),
         "gone": page.items if state == "gone" else (),
+        "select_all": bulk_all.offer({"tracked": "1"}, ctx.client.tracked_count())
+        if state == "all" else None,
     }
     crumbs = [("Tracked jobs", None)]
     return ctx.render(
@@ -124,7 +128,8 @@ def tagged(ctx: PageContext) -> HttpResponse:
     def fetch(offset: int, count: int) -> Sequence[str]:
         return ctx.client.tagged_jids(tag, offset, count)[1]
 
-    context = {**list_context(ctx, paginate(ctx.request, fetch, total)), "tag": tag, "total": total}
+    context = {**list_context(ctx, paginate(ctx.request, fetch, total)), "tag": tag, "total": total,
+               "select_all": bulk_all.offer({"tag": tag}, total)}
     crumbs = [("Find jobs", ctx.url("search")), (f"Tag {tag}", None)]
     return ctx.render(
         "tagged.html", context, title=f"Jobs tagged {tag}", section="search", crumbs=crumbs

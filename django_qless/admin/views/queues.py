@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from ...audit_log.models import Kind
 from ...core import QueueCounts, Stats, pause_times
 from ...core.latency import latencies
-from .. import audit, presenters, stats_charts, stuck
+from .. import audit, bulk_all, presenters, stats_charts, stuck
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
 from ..page_context import PageContext
@@ -45,6 +45,8 @@ def queue_page(ctx: PageContext, name: str) -> HttpResponse:
         "latency_threshold": stuck.threshold_of(ctx.client, name),
         "tab_context": tab_context(ctx, counts, tab, stats),
         "queue_names": [q.name for q in ctx.client.queues()],
+        "select_all": bulk_all.offer({"queue": name, "state": tab}, tab_count(counts, tab) or 0)
+        if tab not in ("stats", "recurring") else None,
     }
     crumbs = [("Queues", ctx.url("queues")), (name, None)]
     return ctx.render("queue.html", context, title=f"Queue {name}", section="queues", crumbs=crumbs)
