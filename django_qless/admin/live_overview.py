@@ -126,6 +126,14 @@ class LiveOverview:
     deploys: tuple[str, ...] = ()
     #: Whether the run-time chart draws p50/p95/p99 (else the average).
     percentiles: bool = False
+    #: p50/p95/p99 of the time the jobs waited, where workers record it (else None).
+    wait_time: Chart | None = None
+
+    @property
+    def wait_time_summary(self) -> str:
+        """The wait-time chart in words."""
+        return (f"The median, 95th and 99th percentile of how long the jobs popped each "
+                f"{self.span.slot_words} waited in their queue; no point where none was popped.")
 
     @property
     def empty_throughput(self) -> str:
@@ -236,13 +244,14 @@ def finished_in(minute: Minute, queue: str | None) -> dict[str, int]:
 
 def build(history: History, queues: Sequence[QueueCounts], queue: str | None,
           deploys: Sequence[Deploy] = (),
-          run_histograms: Sequence[Sequence[int] | None] | None = None) -> LiveOverview:
+          run_histograms: Sequence[Sequence[int] | None] | None = None,
+          wait_histograms: Sequence[Sequence[int] | None] | None = None) -> LiveOverview:
     """The live section of the overview, for every queue or the one chosen, over the
     history's span, with `deploys` marked on every chart.
 
     With `run_histograms` (one `ms_buckets` histogram of run times per slot, aligned with
     the history's, None where unknown) the run-time chart draws p50/p95/p99 lines rather
-    than the average.
+    than the average; with `wait_histograms` a wait-time chart is drawn the same way.
     """
     minutes, span = history.minutes, history.span
     labels = axis_labels(len(minutes), minutes, span.name)
@@ -287,6 +296,9 @@ def build(history: History, queues: Sequence[QueueCounts], queue: str | None,
         deploys=tuple(f"{deploy.label} at {local(deploy.at):%a %d %H:%M}"
                       for deploy in deploys),
         percentiles=run_histograms is not None,
+        wait_time=None if wait_histograms is None else duration_chart(
+            f"Wait time percentiles of the jobs popped each {span.slot_words} {over}, {where}",
+            wait_histograms, labels, places, what="wait time"),
     )
 
 

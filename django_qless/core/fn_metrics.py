@@ -397,3 +397,34 @@ def read_function(client: redis.Redis, range_name: str, klass: str, now: float) 
 def read_totals(client: redis.Redis) -> dict[str, Figures]:
     """Each klass' figures since the first job counted (the run-time histogram, no wait)."""
     return parse_slot(0.0, client.hgetall(keys.FN_TOTALS)).functions
+
+
+def read_durations(client: redis.Redis, range_name: str, now: float, queue: str | None = None
+                   ) -> tuple[list[list[int] | None], list[list[int] | None]]:
+    """Run-time and wait-time histograms per slot of a range (its chart resolution), of
+    every job or of one queue's, None for a slot without any; one round trip of HMGETs of
+    those fields only, so the cost does not grow with the number of klasses or queues."""
+    span = RANGES[range_name]
+    run_kind, wait_kind, name = ((ALL_RUN, ALL_WAIT, "") if queue is None
+                                 else (QUEUE_RUN, QUEUE_WAIT, queue))
+    wanted = [field_name(kind, name, bucket)
+              for kind in (run_kind, wait_kind) for bucket in range(ms_buckets.COUNT)]
+    pipe = client.pipeline(transaction=False)
+    for number in slot_numbers(span, now):
+        pipe.hmget(keys.fn_extra(span.resolution.name, number), wanted)
+    runs: list[list[int] | None] = []
+    waits: list[list[int] | None] = []
+    for values in pipe.execute():
+        counts = [_count(value) for value in values]
+        run, wait = counts[:ms_buckets.COUNT], counts[ms_buckets.COUNT:]
+        runs.append(run if any(run) else None)
+        waits.append(wait if any(wait) else None)
+    return runs, waits
+
+
+def _count(value: Any) -> int:
+    """A histogram field's count (0 when absent or not a number)."""
+    try:
+        return int(value) if value is not None else 0
+    except ValueError:
+        return 0

@@ -257,3 +257,26 @@ def test_the_run_time_chart_takes_percentiles_once_histograms_are_recorded(
     assert [line.css for line in live.run_time.lines] == [
         "qless-series-p50", "qless-series-p95", "qless-series-p99"]
     assert all(len(line.dots) == 1 for line in live.run_time.lines)  # the one known slot
+
+
+def test_recorded_histograms_draw_run_and_wait_percentiles(
+    qless: Client, viewer: HttpClient
+) -> None:
+    from django_qless.core import fn_metrics
+    from django_qless.worker.fn_tally import FunctionTally
+
+    average = viewer.get(url("overview")).context["live"]
+    assert not average.percentiles and average.wait_time is None  # nothing recorded yet
+    tally = FunctionTally()
+    tally.count("app.mail", "jobs", "completed", 0.120, 0.030)
+    pipe = qless.redis.pipeline()
+    fn_metrics.add_functions(pipe, tally.take(), qless.now())
+    pipe.execute()
+    response = viewer.get(url("overview"))
+    live = response.context["live"]
+    assert live.percentiles and live.wait_time is not None
+    assert [line.css for line in live.wait_time.lines] == [
+        "qless-series-p50", "qless-series-p95", "qless-series-p99"]
+    assert 'id="qless-wait-time-summary"' in response.content.decode()
+    other = viewer.get(url("overview"), {"queue": "jobs"}).context["live"]
+    assert other.percentiles and other.wait_time is not None

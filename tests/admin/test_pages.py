@@ -360,3 +360,24 @@ def test_millisecond_histograms_are_drawn_above_qless_second_ones() -> None:
     assert "<title>40 jobs: 150\u2013200 ms</title>" in ms_part
     assert 'id="qless-run-ms-summary"' in ms_part
     assert "<title>2294 jobs: 0\u20131 s</title>" in seconds_part
+
+
+def test_stats_tab_draws_the_recorded_millisecond_histograms(
+    viewer: HttpClient, qless: Any
+) -> None:
+    from django_qless.core import fn_metrics
+    from django_qless.worker.fn_tally import FunctionTally
+
+    before = viewer.get(url("queue", name="timed") + "?tab=stats").context["tab_context"]
+    assert "run_ms" not in before and "wait_ms" not in before  # nothing recorded yet
+    tally = FunctionTally()
+    for _ in range(3):
+        tally.count(KLASS, "timed", "completed", 0.138, 0.004)
+    tally.count(KLASS, "other", "completed", 5.0, 1.0)
+    pipe = qless.redis.pipeline()
+    fn_metrics.add_functions(pipe, tally.take(), qless.now())
+    pipe.execute()
+    response = viewer.get(url("queue", name="timed") + "?tab=stats")
+    run_ms = response.context["tab_context"]["run_ms"]
+    assert [(bar.label, bar.count) for bar in run_ms.bars] == [("100\u2013150 ms", 3)]
+    assert "In milliseconds over the last 24 hours" in text(response)

@@ -125,3 +125,20 @@ def test_odd_names_and_foreign_fields(redis_client: Redis) -> None:
 def test_the_wait_a_popped_job_carries(fields: dict[str, object], waited: float | None) -> None:
     job = Job(None, {"jid": "j", "klass": "k", **fields})  # type: ignore[arg-type]
     assert job.waited == waited  # no client: nothing is read
+
+
+def test_durations_per_slot_of_every_job_or_one_queue(redis_client: Redis) -> None:
+    tally = FunctionTally()
+    tally.count("a", "mail", "completed", 0.120, 0.004)
+    tally.count("b", "sms", "completed", 2.0, None)
+    flush(redis_client, tally, NOW - 60)
+    runs, waits = fm.read_durations(redis_client, "1h", NOW)
+    assert len(runs) == len(waits) == fm.RANGES["1h"].slots
+    assert runs[-1] is None and waits[-1] is None  # nothing in the current minute
+    ran, waited = runs[-2], waits[-2]
+    assert ran is not None and waited is not None
+    assert sum(ran) == 2 and sum(waited) == 1
+    mail_runs, mail_waits = fm.read_durations(redis_client, "1h", NOW, "mail")
+    only = mail_runs[-2]
+    assert only is not None and only[ms_buckets.bucket_of(120)] == 1 and sum(only) == 1
+    assert fm.read_durations(redis_client, "1h", NOW, "none")[0] == [None] * 60

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 
 from ...core.deploys import deploys_between
+from ...core.fn_metrics import read_durations
 from ...core.latency import latencies
 from ...core.live import SPANS, read_history
 from .. import live_overview, stuck
@@ -28,8 +29,12 @@ def overview(ctx: PageContext) -> HttpResponse:
     history = read_history(client, now, offer=queues, span=span)
     chosen = ctx.request.GET.get("queue")
     known = {queue.name for queue in queues} | set(history.queues())
+    queue = chosen if chosen in known else None
     deploys = deploys_between(client.redis, history.minutes[0].start, now)
-    live = live_overview.build(history, queues, chosen if chosen in known else None, deploys)
+    runs, waits = read_durations(client.redis, span, now, queue)
+    # Percentiles where qless_worker processes recorded histograms; else the average.
+    live = live_overview.build(history, queues, queue, deploys,
+                               runs if any(runs) else None, waits if any(waits) else None)
     groups = sorted(client.failed().items(), key=lambda item: (-item[1], item[0]))
     workers = client.workers.counts()
     waited = latencies(client, [queue.name for queue in queues])

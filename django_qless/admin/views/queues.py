@@ -11,8 +11,10 @@ from django.http import HttpResponse
 
 from ...audit_log.models import Kind
 from ...core import QueueCounts, Stats, pause_times
+from ...core.fn_metrics import read_histograms
 from ...core.latency import latencies
 from .. import audit, bulk_all, presenters, stats_charts, stuck
+from ..charts import ms_histogram
 from ..feedback import invalid
 from ..forms import QueueForm, QueueSettingsForm
 from ..page_context import PageContext
@@ -71,6 +73,22 @@ def tab_count(counts: QueueCounts, tab: str) -> int | None:
     return None if tab == "stats" else int(getattr(counts, tab))
 
 
+def recorded_histograms(ctx: PageContext, name: str) -> dict[str, object]:
+    """`run_ms`/`wait_ms`: millisecond histograms of the queue's last 24 hours, where
+    `qless_worker` processes recorded them."""
+    window = read_histograms(ctx.client.redis, "24h", ctx.client.now())
+    run, wait = window.queue(name)
+    charts: dict[str, object] = {}
+    if any(run):
+        charts["run_ms"] = ms_histogram(
+            f"Run time of the jobs of queue {name} over the last 24 hours, in milliseconds", run)
+    if any(wait):
+        charts["wait_ms"] = ms_histogram(
+            f"Wait time of the jobs of queue {name} over the last 24 hours, in milliseconds",
+            wait)
+    return charts
+
+
 def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -> dict[str, object]:
     """What the selected tab shows: charts, or one page of its jobs."""
     if tab == "stats":
@@ -81,7 +99,8 @@ def tab_context(ctx: PageContext, counts: QueueCounts, tab: str, stats: Stats) -
                     stats.wait.histogram),
                 "run": stats_charts.qless_histogram(
                     f"Run time of the jobs of queue {counts.name}, by whole second",
-                    stats.run.histogram)}
+                    stats.run.histogram),
+                **recorded_histograms(ctx, counts.name)}
     total = tab_count(counts, tab) or 0
     queue = ctx.client.existing_queue(counts.name)
     # Waiting jobs are listed in pop order from the work set; the script pages the others.
