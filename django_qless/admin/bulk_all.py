@@ -192,7 +192,7 @@ def apply_chunk(ctx: PageContext, run: bulk_runs.Run) -> tuple[int, list[str]]:
     audit.record(ctx, [dataclasses.replace(c, message=c.message + note) for c in outcome.changes],
                  deletion=entry.action.deletion)
     problems = [f"{jid}: {why}" for jid, why in outcome.errors]
-    bulk_runs.save_applied(ctx.client, run, outcome.done, problems)
+    bulk_runs.save_applied(ctx.client, run, len(chunk), outcome.done, problems)
     return outcome.done, problems
 
 

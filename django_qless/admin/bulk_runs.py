@@ -191,18 +191,18 @@ def save_collected(
 
 
 def next_chunk(client: Client, run: Run, size: int) -> list[str]:
-    """Take the next `size` matched jids (by rank) and count them as taken."""
+    """The next `size` matched jids (by rank), not yet counted as taken: `save_applied`
+    counts them once acted on, so a request that dies mid-chunk leaves them to the next."""
     found = client.redis.zrange(jids_key(run.id), run.applied, run.applied + size - 1)
-    jids = [text(j) for j in found]
-    client.redis.hset(run_key(run.id), mapping={
-        "applied": run.applied + len(jids), "phase": APPLY, "updated": client.now(),
-    })
-    return jids
+    client.redis.hset(run_key(run.id), mapping={"phase": APPLY, "updated": client.now()})
+    return [text(j) for j in found]
 
 
-def save_applied(client: Client, run: Run, done: int, problems: list[str]) -> None:
-    """Count one chunk's outcome; the run is done once every match was taken."""
+def save_applied(client: Client, run: Run, taken: int, done: int, problems: list[str]) -> None:
+    """Count one chunk of `taken` jids as taken, and its outcome; the run is done once every
+    match was taken."""
     with client.redis.pipeline(transaction=True) as pipe:
+        pipe.hset(run_key(run.id), "applied", run.applied + taken)
         pipe.hincrby(run_key(run.id), "done", done)
         pipe.hincrby(run_key(run.id), "problems", len(problems))
         pipe.hincrby(run_key(run.id), "chunks", 1)

@@ -495,3 +495,23 @@ def test_a_matched_job_cancelled_earlier_with_its_dependency_is_not_a_problem(
     [entry] = AuditEntry.objects.filter(action="cancel", target=child)
     assert "chunk 1:" in entry.message  # with its parent, long before its own turn
     assert bulk_runs.matched_sample(qless, run.id, MANY + 1)[-1] == child
+
+
+def test_a_request_that_dies_mid_chunk_leaves_the_chunk_to_the_next_step(
+    lua: LuaScript, redis_client: redis.Redis, qless: Client, operator: HttpClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    jids = plant_waiting(lua, redis_client, MANY, queue="q")
+    run_id = run_id_of(start(operator, {"queue": "q", "state": "waiting"}, "track"))
+    collect(qless, operator, run_id)
+    real = bulk_all.each_job
+    monkeypatch.setattr(bulk_all, "each_job", lambda *args: (_ for _ in ()).throw(
+        redis.ConnectionError("the request died here")))
+    operator.raise_request_exception = False
+    assert step(operator, run_id, confirmed="yes").status_code == 503  # Redis gone, said so
+    died = bulk_runs.load(qless, run_id)
+    assert died is not None and (died.applied, died.done) == (0, 0)  # nothing counted taken
+    monkeypatch.setattr(bulk_all, "each_job", real)
+    finished = apply_all(qless, operator, run_id)
+    assert (finished.done, finished.problems) == (MANY, 0)
+    assert set(qless.tracked_jids(0, MANY + 1)) == set(jids)

@@ -181,12 +181,16 @@ def step(ctx: PageContext) -> HttpResponse:
         messages.error(ctx.request, "Confirm the run first: nothing was changed.")
         return HttpResponseRedirect(here)
     with bulk_runs.claimed(ctx.client, run.id) as held:
-        if not held:
+        # Read again under the lock: a step another page finished meanwhile has moved it on.
+        fresh = bulk_runs.load(ctx.client, run.id) if held else None
+        if fresh is None:
             messages.warning(ctx.request, "Another page is running this step; try again.")
-        elif run.phase == bulk_runs.COLLECT:
-            bulk_all.collect(ctx.client, run)
+        elif fresh.finished:
+            messages.info(ctx.request, f"Bulk run {run.id} is {fresh.phase}: nothing more to do.")
+        elif fresh.phase == bulk_runs.COLLECT:
+            bulk_all.collect(ctx.client, fresh)
         else:
-            bulk_all.apply_chunk(ctx, run)
+            bulk_all.apply_chunk(ctx, fresh)
     return HttpResponseRedirect(here)
 
 
