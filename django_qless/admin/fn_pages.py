@@ -1,7 +1,7 @@
 """What the Functions pages draw: one row per klass over a range, and one klass' charts.
 
 Built from `core.fn_metrics` windows (one Redis round trip each) and the deploys of the
-range; charts come from `charts` (lines and bars), deploy markers from `deploy_strip`.
+range; charts come from `charts` (lines and bars, deploys marked inside them).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.utils import timezone
 from ..core import ms_buckets
 from ..core.deploys import Deploy
 from ..core.fn_metrics import Figures, Resolution, Window
-from .charts import LEFT, RIGHT, WIDTH, Chart, line_chart, stacked_bars
+from .charts import Chart, line_chart, stacked_bars
 
 #: Range name -> (how it reads, slots between two labels under the charts, label unit).
 RANGE_LABELS = {"1h": ("last hour", 10, "min"), "24h": ("last 24 hours", 16, "h"),
@@ -114,20 +114,16 @@ def slot_name(start: float, resolution: Resolution) -> str:
 
 
 @dataclass(frozen=True)
-class Marker:
-    """One deploy drawn under a chart: its x in the chart's units, label and time."""
+class DeployLine:
+    """One deploy of the range, as the page lists it: its label and time."""
 
-    x: float
     label: str
     when: str
 
 
-def deploy_strip(deploys: Sequence[Deploy], start: float, end: float) -> list[Marker]:
-    """The deploys of [start, end) placed on the charts' x axis."""
-    span = max(end - start, 1.0)
-    plot = WIDTH - LEFT - RIGHT
-    return [Marker(round(LEFT + plot * (deploy.at - start) / span, 2), deploy.label,
-                   clock(deploy.at))
+def deploys_in(deploys: Sequence[Deploy], start: float, end: float) -> list[DeployLine]:
+    """The deploys of [start, end), oldest first."""
+    return [DeployLine(deploy.label, clock(deploy.at))
             for deploy in deploys if start <= deploy.at < end]
 
 
@@ -141,7 +137,7 @@ class FunctionPage:
     wait_time: Chart
     run_bars: Chart | None
     wait_bars: Chart | None
-    markers: tuple[Marker, ...]
+    markers: tuple[DeployLine, ...]
     has_waits: bool
 
 
@@ -153,18 +149,23 @@ def build_function(window: Window, klass: str, range_name: str,
     labels = axis_labels(range_name, len(slots))
     names = [slot_name(slot.start, resolution) for slot in window.slots]
     where = f"{klass}, {RANGE_LABELS[range_name][0]}"
+    # Drawn inside every time chart, as on the overview: (slot position, label).
+    places = [((deploy.at - window.start) / resolution.seconds, deploy.label)
+              for deploy in deploys if window.start <= deploy.at < window.end]
     executions = stacked_bars(
         f"Executions per slot by outcome, {where}",
         [{"completed": f.completed, "retried": f.retries, "failed": f.failures} for f in slots],
-        OUTCOMES, names, labels, partial_last=True)
+        OUTCOMES, names, labels, partial_last=True, deploys=places, y_title="executions")
     run_time = line_chart(
         f"Run time percentiles per slot (ms), {where}",
         [(key, legend, [f.run_percentile(fraction) for f in slots])
-         for key, legend, fraction in PERCENTILES], labels, unit=" ms")
+         for key, legend, fraction in PERCENTILES], labels, unit=" ms", deploys=places,
+        y_title="run time, ms")
     wait_time = line_chart(
         f"Wait time percentiles per slot (ms), {where}",
         [(key, legend, [f.wait_percentile(fraction) for f in slots])
-         for key, legend, fraction in PERCENTILES], labels, unit=" ms")
+         for key, legend, fraction in PERCENTILES], labels, unit=" ms", deploys=places,
+        y_title="wait time, ms")
     total = Figures(klass)
     for figures in slots:
         total.add(figures)
@@ -172,7 +173,7 @@ def build_function(window: Window, klass: str, range_name: str,
         total=total, executions=executions, run_time=run_time, wait_time=wait_time,
         run_bars=histogram(f"Run time histogram, {where}", total.run),
         wait_bars=histogram(f"Wait time histogram, {where}", total.wait),
-        markers=tuple(deploy_strip(deploys, window.start, window.end)), has_waits=any(total.wait))
+        markers=tuple(deploys_in(deploys, window.start, window.end)), has_waits=any(total.wait))
 
 
 def histogram(label: str, counts: Sequence[int]) -> Chart | None:

@@ -89,7 +89,9 @@ def test_a_function_page_draws_its_charts_percentiles_and_deploys(
                               page).group(1).split(" / ")
     assert p50.endswith(" ms") and 70 <= float(p50.split()[0]) <= 100
     assert p99.endswith(" ms") and 700 <= float(p99.split()[0]) <= 1000
-    assert page.count("Deploy v2.3.1") >= 3 and "v1.0" not in page  # one strip per chart
+    # Marked inside each of the three time charts, and named in each one's text alternative.
+    assert page.count("<title>Deploy: v2.3.1</title>") == 3 and "v1.0" not in page
+    assert page.count("Deploys marked: v2.3.1.") == 3
     assert '/search/?klass=app.report"' in page or "?klass=app.report" in page
 
 
