@@ -54,7 +54,7 @@ def test_find_the_costliest_function_and_read_its_charts(
             "figcaption", has_text=caption).count(), caption
     markers = page.locator("svg.qless-timechart g.qless-marker")
     assert markers.first.is_visible()
-    labels = {text for text in markers.locator("text").all_text_contents()}
+    labels = set(markers.locator("text").all_text_contents())
     assert {"v3.4.0", "v3.3.2"} <= labels
     shoot(page, images, "function")
     page.get_by_role("navigation", name="Range").get_by_role("link", name="1h").click()
