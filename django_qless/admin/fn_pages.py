@@ -15,7 +15,7 @@ from django.utils import timezone
 from ..core import ms_buckets
 from ..core.deploys import Deploy
 from ..core.fn_metrics import Figures, Resolution, Window
-from .charts import Chart, line_chart, stacked_bars
+from .charts import Chart, duration_chart, stacked_bars
 
 #: Range name -> (how it reads, slots between two labels under the charts, label unit).
 RANGE_LABELS = {"1h": ("last hour", 10, "min"), "24h": ("last 24 hours", 16, "h"),
@@ -27,8 +27,6 @@ SORTS = {"total": ("run_ms", "total time"), "failures": ("failures", "failures")
 TOP = 5
 #: Outcome segments of the executions chart, bottom up.
 OUTCOMES = (("completed", "completed"), ("retried", "retried"), ("failed", "failed"))
-#: Percentiles drawn: (series key for its colour, legend, fraction).
-PERCENTILES = (("run", "p50", 0.5), ("scheduled", "p95", 0.95), ("stalled", "p99", 0.99))
 
 
 def milliseconds(value: float | None) -> str:
@@ -156,16 +154,11 @@ def build_function(window: Window, klass: str, range_name: str,
         f"Executions per slot by outcome, {where}",
         [{"completed": f.completed, "retried": f.retries, "failed": f.failures} for f in slots],
         OUTCOMES, names, labels, partial_last=True, deploys=places, y_title="executions")
-    run_time = line_chart(
-        f"Run time percentiles per slot (ms), {where}",
-        [(key, legend, [f.run_percentile(fraction) for f in slots])
-         for key, legend, fraction in PERCENTILES], labels, unit=" ms", deploys=places,
-        y_title="run time, ms")
-    wait_time = line_chart(
-        f"Wait time percentiles per slot (ms), {where}",
-        [(key, legend, [f.wait_percentile(fraction) for f in slots])
-         for key, legend, fraction in PERCENTILES], labels, unit=" ms", deploys=places,
-        y_title="wait time, ms")
+    # In ms, or in seconds once the slowest p99 reaches one (tick labels stay short).
+    run_time = duration_chart(f"Run time percentiles per slot, {where}",
+                              [f.run for f in slots], labels, places)
+    wait_time = duration_chart(f"Wait time percentiles per slot, {where}",
+                               [f.wait for f in slots], labels, places, what="wait time")
     total = Figures(klass)
     for figures in slots:
         total.add(figures)
