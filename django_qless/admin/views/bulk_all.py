@@ -164,8 +164,8 @@ def question(run: bulk_runs.Run, entry: bulk_all.BulkAction, also: int) -> str:
     return text
 
 
-def step(ctx: PageContext) -> HttpResponse:
-    """Do the next step of a run: collect further, or apply the next chunk once confirmed."""
+def posted_run(ctx: PageContext) -> bulk_runs.Run | HttpResponse:
+    """The run a step or an abandon names, once the user may act on it; else where to go."""
     may_start_any(ctx)
     run_id = ctx.request.POST.get("run", "")
     run = bulk_runs.load(ctx.client, run_id)
@@ -173,6 +173,14 @@ def step(ctx: PageContext) -> HttpResponse:
         messages.error(ctx.request, f"No bulk run {run_id!r}: nothing was changed.")
         return HttpResponseRedirect(ctx.url("bulk_runs"))
     may_run(ctx, run.action)
+    return run
+
+
+def step(ctx: PageContext) -> HttpResponse:
+    """Do the next step of a run: collect further, or apply the next chunk once confirmed."""
+    run = posted_run(ctx)
+    if isinstance(run, HttpResponse):
+        return run
     here = ctx.url("bulk_run", run_id=run.id)
     if run.finished:
         messages.info(ctx.request, f"Bulk run {run.id} is {run.phase}: nothing more to do.")
@@ -196,13 +204,9 @@ def step(ctx: PageContext) -> HttpResponse:
 
 def abandon(ctx: PageContext) -> HttpResponse:
     """Stop a run where it is: the jobs already acted on stay as they are."""
-    may_start_any(ctx)
-    run_id = ctx.request.POST.get("run", "")
-    run = bulk_runs.load(ctx.client, run_id)
-    if run is None:
-        messages.error(ctx.request, f"No bulk run {run_id!r}: nothing was changed.")
-        return HttpResponseRedirect(ctx.url("bulk_runs"))
-    may_run(ctx, run.action)
+    run = posted_run(ctx)
+    if isinstance(run, HttpResponse):
+        return run
     if not run.finished:
         bulk_runs.set_phase(ctx.client, run.id, bulk_runs.ABANDONED)
         messages.success(ctx.request, f"Abandoned bulk run {run.id} after "
