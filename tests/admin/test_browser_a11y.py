@@ -64,8 +64,8 @@ def axe_script() -> Path:
 
 
 def plant_everything(qless: Client) -> tuple[World, str]:
-    """Jobs in every state, a reporting worker, a job retried then completed, a cron schedule
-    with a slot job due, and the schedules declared in code synced (managed templates)."""
+    """Jobs in every state, a reporting worker, a silent one, a job retried then completed, a
+    cron schedule with a slot job due, and the schedules declared in code synced."""
     world = plant(qless)
     call_command("qless_worker", "jobs", burst=True, verbosity=0)  # fills the stats
     world = plant(qless)  # and a fresh set, waiting and scheduled again
@@ -86,6 +86,8 @@ def plant_everything(qless: Client) -> tuple[World, str]:
         name=PAUSED, host="web-2", pid=4343, version="0.1.0", queues=("jobs",),
         started=now - 600, seen=now, done=12, paused_by="alice",
     ), ttl=60)
+    # Silent for two hours, so its row (tinted, with a Forget button) is always on the page.
+    qless.redis.zadd("ql:workers", {"web-3-4545-silent": now - 7200})
     return world, retried
 
 
