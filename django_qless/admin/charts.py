@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core import ms_buckets
+from ..core.deploys import Deploy
 
 #: Chart size in SVG units (CSS pixels at the least), and the margins around the plot that
 #: hold the axis labels: the y axis's title on top, its values on the left, times below.
@@ -137,6 +138,13 @@ def x_ticks(labels: Mapping[int, str], slots: int) -> tuple[Tick, ...]:
     half = (WIDTH - LEFT - RIGHT) / slots / 2
     return tuple(Tick(round(slot_x(index, slots) + half, 2), label)
                  for index, label in sorted(labels.items()))
+
+
+def deploy_places(deploys: Sequence[Deploy], first: float, width: float
+                  ) -> list[tuple[float, str]]:
+    """Where each deploy falls on slots `width` seconds wide from `first`: (slot position,
+    label), as `markers` takes them."""
+    return [((deploy.at - first) / width, deploy.label) for deploy in deploys]
 
 
 def markers(places: Sequence[tuple[float, str]], slots: int) -> tuple[Marker, ...]:

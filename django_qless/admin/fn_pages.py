@@ -15,7 +15,7 @@ from django.utils import timezone
 from ..core import ms_buckets
 from ..core.deploys import Deploy
 from ..core.fn_metrics import Figures, Resolution, Window
-from .charts import Chart, duration_chart, stacked_bars
+from .charts import Chart, deploy_places, duration_chart, stacked_bars
 
 #: Range name -> (how it reads, slots between two labels under the charts, label unit).
 RANGE_LABELS = {"1h": ("last hour", 10, "min"), "24h": ("last 24 hours", 16, "h"),
@@ -119,10 +119,9 @@ class DeployLine:
     when: str
 
 
-def deploys_in(deploys: Sequence[Deploy], start: float, end: float) -> list[DeployLine]:
+def deploys_in(deploys: Sequence[Deploy], start: float, end: float) -> list[Deploy]:
     """The deploys of [start, end), oldest first."""
-    return [DeployLine(deploy.label, clock(deploy.at))
-            for deploy in deploys if start <= deploy.at < end]
+    return [deploy for deploy in deploys if start <= deploy.at < end]
 
 
 @dataclass(frozen=True)
@@ -147,9 +146,9 @@ def build_function(window: Window, klass: str, range_name: str,
     labels = axis_labels(range_name, len(slots))
     names = [slot_name(slot.start, resolution) for slot in window.slots]
     where = f"{klass}, {RANGE_LABELS[range_name][0]}"
-    # Drawn inside every time chart, as on the overview: (slot position, label).
-    places = [((deploy.at - window.start) / resolution.seconds, deploy.label)
-              for deploy in deploys if window.start <= deploy.at < window.end]
+    shown = deploys_in(deploys, window.start, window.end)
+    # Drawn inside every time chart, as on the overview.
+    places = deploy_places(shown, window.start, resolution.seconds)
     executions = stacked_bars(
         f"Executions per slot by outcome, {where}",
         [{"completed": f.completed, "retried": f.retries, "failed": f.failures} for f in slots],
@@ -166,7 +165,8 @@ def build_function(window: Window, klass: str, range_name: str,
         total=total, executions=executions, run_time=run_time, wait_time=wait_time,
         run_bars=histogram(f"Run time histogram, {where}", total.run),
         wait_bars=histogram(f"Wait time histogram, {where}", total.wait),
-        markers=tuple(deploys_in(deploys, window.start, window.end)), has_waits=any(total.wait))
+        markers=tuple(DeployLine(deploy.label, clock(deploy.at)) for deploy in shown),
+        has_waits=any(total.wait))
 
 
 def histogram(label: str, counts: Sequence[int]) -> Chart | None:

@@ -17,7 +17,7 @@ from django.utils import timezone
 from ..core import QueueCounts
 from ..core.deploys import Deploy
 from ..core.live import DEPTH_STATES, SPANS, History, Minute, Span
-from .charts import Chart, duration_chart, line_chart, sparkline, stacked_bars
+from .charts import Chart, deploy_places, duration_chart, line_chart, sparkline, stacked_bars
 
 #: Throughput segments, bottom up: (outcome, legend name). "retried" is a failed attempt
 #: put back for another; "failed" a job that failed for good.
@@ -228,15 +228,6 @@ def axis_labels(count: int, minutes: Sequence[Minute] = (), span: str = "1h"
             for back in range(0, count, step)}
 
 
-def deploy_places(deploys: Sequence[Deploy], minutes: Sequence[Minute]
-                  ) -> list[tuple[float, str]]:
-    """Where each deploy falls on the charts' slots: (slot position, label)."""
-    if not minutes:
-        return []
-    first, width = minutes[0].start, minutes[0].seconds
-    return [((deploy.at - first) / width, deploy.label) for deploy in deploys]
-
-
 def finished_in(minute: Minute, queue: str | None) -> dict[str, int]:
     """Jobs finished in the minute by outcome."""
     return {outcome: minute.jobs(outcome, queue) for outcome, _ in FINISHED}
@@ -255,7 +246,7 @@ def build(history: History, queues: Sequence[QueueCounts], queue: str | None,
     """
     minutes, span = history.minutes, history.span
     labels = axis_labels(len(minutes), minutes, span.name)
-    places = deploy_places(deploys, minutes)
+    places = deploy_places(deploys, minutes[0].start, minutes[0].seconds) if minutes else []
     where = f"queue {queue}" if queue else "all queues"
     per, over = f"per {span.slot_words}", f"over the {span.words}"
     slots = [finished_in(minute, queue) for minute in minutes]
