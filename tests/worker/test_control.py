@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django_qless.core import Client, control
+from django_qless.core import Client, control, keys
 from django_qless.core.presence import Presence, listed
 from tests.support import wait_for
 
@@ -25,10 +25,18 @@ def presences(qless: Client) -> list[Presence]:
     return [entry.presence for entry in listed(qless) if entry.presence is not None]
 
 
+def listens(qless: Client, name: str) -> bool:
+    """Whether a process subscribes to the worker's control channel."""
+    channel = keys.worker_control(name)
+    return dict(qless.redis.pubsub_numsub(channel)).get(channel.encode(), 0) > 0
+
+
 def name_of(qless: Client, pid: int) -> str:
-    """The worker name the process `pid` reports under, once it reports."""
-    found = wait_for(lambda: [p.name for p in presences(qless) if p.pid == pid], timeout=20,
-                     what=f"process {pid} to report")
+    """The worker name the process `pid` reports under, once it reports and listens for
+    orders (it publishes its presence before its monitor subscribes)."""
+    found = wait_for(lambda: [p.name for p in presences(qless)
+                              if p.pid == pid and listens(qless, p.name)], timeout=20,
+                     what=f"process {pid} to report and listen")
     return str(found[0])
 
 
