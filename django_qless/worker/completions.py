@@ -7,13 +7,18 @@ and then go together in the next. Nothing waits to fill a batch: with jobs endin
 a time, each report is its own round trip, as before.
 
 Each answer goes back to the slot that asked: the script's reply, or the error in place
-(a `LockLostError`, a lost connection), so each slot settles its own job. The jobs the event
+(a `LockLostError`, a lost connection), so each slot settles its own job. A report may come
+with a `received` callback, which the sending thread calls with its answer as soon as the
+round trip ends, in the order the reports were sent (the jobs a `complete.pop` brought are
+held in pop order that way, whichever slot wakes first). The jobs the event
 loop runs itself (`loop_jobs`) are completed many at a time by their finisher thread.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +27,16 @@ import redis
 from ..core import Batch, Client, Command, Job, commands
 from .round_trip import run_all
 
+logger = logging.getLogger("django_qless.worker")
+
 
 @dataclass
 class _Asked:
     """One job's report, waiting for its answer."""
 
     command: Command
+    #: Called by the sending thread with the answer, in the order the reports were sent.
+    received: Callable[[Any], None] | None = None
     answer: Any = None
     done: bool = False
 
@@ -72,13 +81,17 @@ class Completions:
             raise answer
         return answer
 
-    def send(self, command: Command) -> Any:
-        """`command`'s reply, or the error qless or Redis gave, in place."""
-        return self.send_all([command])[0]
+    def send(self, command: Command, received: Callable[[Any], None] | None = None) -> Any:
+        """`command`'s reply, or the error qless or Redis gave, in place; `received` is
+        called with it first, by the thread that read it."""
+        return self._send_asked([_Asked(command, received)])[0]
 
     def send_all(self, commands: list[Command]) -> list[Any]:
         """Each command's reply, or the error qless or Redis gave, in place."""
-        asks = [_Asked(command) for command in commands]
+        return self._send_asked([_Asked(command) for command in commands])
+
+    def _send_asked(self, asks: list[_Asked]) -> list[Any]:
+        """Send `asks` with any others waiting, or wait for the round trip under way."""
         with self._changed:
             self._waiting.extend(asks)
             while not all(asked.done for asked in asks):
@@ -105,9 +118,19 @@ class Completions:
         except (redis.RedisError, OSError) as exc:
             answers = [exc] * len(batch)
         except BaseException as exc:
-            for asked in batch:
-                asked.answer, asked.done = exc, True
+            self._answer(batch, [exc] * len(batch))
             raise
         self.round_trips += 1
+        self._answer(batch, answers)
+
+    def _answer(self, batch: list[_Asked], answers: list[Any]) -> None:
+        """Give each report its answer, calling its `received` first, in order."""
         for asked, answer in zip(batch, answers, strict=True):
+            if asked.received is not None:
+                try:
+                    asked.received(answer)
+                except Exception:
+                    # The other reports' answers must still reach their slots.
+                    logger.exception("qless worker %s: could not take a report's answer",
+                                     self.client.worker_name)
             asked.answer, asked.done = answer, True

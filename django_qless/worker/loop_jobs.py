@@ -125,10 +125,11 @@ class LoopJobs:
 
     def start(self, held: Held) -> None:
         """Run a popped job as a task on the loop (its slot counted busy from now)."""
-        if not self._finisher.is_alive():
-            self._finisher.start()
         self.slots.reserve()
         with self._starting_lock:
+            # Under the lock: a slot thread starts loop jobs too (`PoolWorker._next_for_slot`).
+            if not self._finisher.is_alive():
+                self._finisher.start()
             self._starting.append(held)
             if self._woken:
                 return

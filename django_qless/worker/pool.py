@@ -9,10 +9,13 @@ the queues are empty it sleeps on the waker as the serial worker does, woken als
 job ends (a queue's `max-concurrency` may have let one through). `Renewals` renews every
 running job's lease in one round trip and stops each job alone. Each job's outcome is
 reported by its slot as soon as it ends, with those of the jobs that ended at the same
-moment (`completions`). While recent jobs are short, the loop also pops `--prefetch` jobs
-ahead of its free slots and holds them, so a slot that frees up starts one without a
-round trip; a job held for `HOLD_LIMIT` (every slot busy with longer jobs) goes back to
-its queue, as in the serial worker. On a stop the loop pops nothing more, gives back what
+moment (`completions`). A slot whose job succeeded pops in its completion's own script
+call (`complete.pop`) and starts the oldest popped job itself, so a busy worker costs
+Redis one call per job and its loop is woken only when a slot stays free. While recent
+jobs are short, the loop and those completions also pop `--prefetch` jobs ahead of the
+free slots and hold them, so a slot that frees up starts one without a round trip; a
+job held for `HOLD_LIMIT` (every slot busy with longer jobs) goes back to its queue, as
+in the serial worker. On a stop the loop pops nothing more, gives back what
 it holds and waits for the running jobs; the monitor hands back those still running at
 the shutdown timeout. An `async def` `@qless_job` is run by the loop itself, with no slot
 thread (`loop_jobs`), unless something about it must run in a thread.
@@ -30,12 +33,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 import redis
 
 from ..core import Batch, Job, LockLostError, QlessError, Queue, commands
 from .completions import Completions
-from .fetcher import names
+from .fetcher import names, split_answer
 from .held import DurationAverage, Held
 from .interrupt import Interrupter
 from .log_fields import job_fields
@@ -90,6 +95,12 @@ class PoolWorker(Worker):
         self.presence.swallowed = lambda: self.slots.swallowed
         #: Guards the counts the slot threads update.
         self._counting = threading.Lock()
+        #: Guards the queue order: the loop and the slots' completions pop by it.
+        self._ordering = threading.Lock()
+        #: Jobs asked for by completions whose answer has not come yet.
+        self._asked = 0
+        #: Slots whose job ended and that have not taken their next one yet.
+        self._ending = 0
         #: Jobs started so far (`--max-jobs` counts them).
         self.started = 0
         #: Jobs popped ahead of the free slots, in pop order (only the loop's thread).
@@ -117,6 +128,8 @@ class PoolWorker(Worker):
         """Wait for the running jobs (handed back at the shutdown timeout), then stop."""
         self._give_back_held("worker shutdown")
         self.slots.drain(self._stop_waiting)
+        # What the completions that were under way at the stop popped meanwhile.
+        self._give_back_held("worker shutdown")
         self._hand_back_stuck()
         self.loop_jobs.close()
         self._pops.release()
@@ -186,24 +199,32 @@ class PoolWorker(Worker):
     def _start_held(self, free: int) -> int:
         """Start up to `free` held jobs, oldest first."""
         started = 0
-        while started < free and self.held:
-            self._start(self.held.popleft())
+        while started < free and (held := self._take_held()) is not None:
+            self._start(held)
             started += 1
         return started
+
+    def _take_held(self) -> Held | None:
+        """The oldest held job, or None (a slot may have taken the last one meanwhile)."""
+        try:
+            return self.held.popleft()
+        except IndexError:
+            return None
 
     def _ahead(self) -> int:
         """How many jobs to pop ahead of the free slots: `--prefetch` while jobs are short."""
         if not self.durations.short:
             return 0
-        ahead = self.options.prefetch - len(self.held)
+        in_hand = len(self.held) + self._asked
+        ahead = self.options.prefetch - in_hand
         if self.options.max_jobs is not None:
-            ahead = min(ahead, self.options.max_jobs - self.started - len(self.held))
+            ahead = min(ahead, self.options.max_jobs - self.started - in_hand)
         return max(ahead, 0)
 
     def _give_back_held(self, reason: str) -> None:
         """Put every held job back in its queue (popped, never started)."""
-        while self.held:
-            job = self.held.popleft().job
+        while (held := self._take_held()) is not None:
+            job = held.job
             try:
                 hand_back(job, self.name, reason)
             except (redis.RedisError, QlessError) as exc:
@@ -212,7 +233,10 @@ class PoolWorker(Worker):
 
     def _held_too_long(self) -> bool:
         """True once the oldest held job has waited `HOLD_LIMIT` for a slot."""
-        return bool(self.held) and time.monotonic() - self.held[0].since > HOLD_LIMIT
+        try:
+            return time.monotonic() - self.held[0].since > HOLD_LIMIT
+        except IndexError:
+            return False
 
     def _wanted(self) -> int:
         """How many jobs to start: the free slots, none past `--max-jobs`."""
@@ -225,15 +249,10 @@ class PoolWorker(Worker):
         """Up to `count` jobs in one round trip, in the strategy's order."""
         if count <= 0:
             return []
-        order = self.order
         if self.options.strategy == "ordered":
-            asks: list[tuple[Sequence[Queue], int]] = [(order.round(), count)]
+            asks: list[tuple[Sequence[Queue], int]] = [(self._pop_order(), count)]
         else:
-            asks = []
-            for _ in range(count):
-                queues = order.round()
-                order.served(queues[0])
-                asks.append((queues, 1))
+            asks = [(self._pop_order(), 1) for _ in range(count)]
         replies = run_all(self.client, [commands.pop_first(names(queues), self.name, n)
                                           for queues, n in asks], self._pops)
         self.pop_round_trips += 1
@@ -245,29 +264,132 @@ class PoolWorker(Worker):
                 continue
             jobs.extend(self.client.jobs_from_json(reply))
         if jobs and self.options.strategy == "ordered":
-            first = jobs[0].queue_name
-            order.served(next(q for q in order.queues if q.name == first))
+            self._served(jobs[0])
         return jobs
 
-    def _finished(self, job: Job, outcome: Outcome, duration: float) -> None:
-        """A slot's job ended: complete it now if it succeeded, count it, check the limits."""
-        if outcome is Outcome.SUCCEEDED:
-            outcome = self._complete(job, duration)
-        self._counted(job, outcome, duration)
+    def _pop_order(self) -> Sequence[Queue]:
+        """The queues one pop tries, in order; under `round-robin` and `shuffle` the order
+        moves on at once, as if the first gave a job (each of their pops asks for one)."""
+        with self._ordering:
+            queues = self.order.round()
+            if self.options.strategy != "ordered":
+                self.order.served(queues[0])
+        return queues
+
+    def _served(self, job: Job) -> None:
+        """Note the queue an `ordered` pop's jobs came from."""
+        with self._ordering:
+            self.order.served(next(q for q in self.order.queues if q.name == job.queue_name))
+
+    def _finished(self, job: Job, outcome: Outcome, duration: float) -> Held | None:
+        """A slot's job ended: complete it now if it succeeded, count it, check the limits;
+        the job the slot runs next, if it takes one."""
+        # First: whether the completion also pops jobs to hold depends on this one.
+        self._observe(duration)
+        with self._counting:
+            self._ending += 1
+        try:
+            if outcome is Outcome.SUCCEEDED:
+                outcome = self._complete(job, duration)
+            self._count(job, outcome, duration)
+            return self._next_for_slot()
+        finally:
+            with self._counting:
+                self._ending -= 1
 
     def _counted(self, job: Job, outcome: Outcome, duration: float) -> None:
-        """Count a job that ended (`--max-jobs`, metrics, durations); check the limits."""
+        """A loop job ended (`loop_jobs`): its run time observed, its outcome counted."""
+        self._observe(duration)
+        self._count(job, outcome, duration)
+
+    def _observe(self, duration: float) -> None:
+        """Add a job's run time to the recent average (jobs are popped ahead while short)."""
+        with self._counting:
+            self.durations.observe(duration)
+
+    def _count(self, job: Job, outcome: Outcome, duration: float) -> None:
+        """Count a job that ended (`--max-jobs`, metrics); check the limits."""
         with self._counting:
             self.fetcher.count(job, outcome, duration)
-            self.durations.observe(duration)
             self.fetcher.jobs_run += 1
             jobs_run = self.fetcher.jobs_run
         self.limits.check(jobs_run)
 
     def _complete(self, job: Job, duration: float) -> Outcome:
-        """qless `complete`, sent as soon as the job returned (with those of the jobs that
-        ended at the same moment, `completions`)."""
-        return self._completed(job, duration, self.completions.complete(job))
+        """qless `complete`, sent as soon as the job returned (with the reports of the jobs
+        that ended at the same moment, `completions`), popping in the same script call
+        (`complete.pop`) the job its slot runs next and those to hold."""
+        pop = self._pop_with_completion()
+        if pop is None:
+            return self._completed(job, duration, self.completions.complete(job))
+        queues, count = pop
+        answer = self.completions.send(
+            commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
+                                  names(queues), count, lean=self.fetcher.lean),
+            received=partial(self._hold_popped, queues, count))
+        state, _ = split_answer(answer)
+        if not isinstance(state, BaseException):
+            job.state = str(state)
+        return self._completed(job, duration, state)
+
+    def _pop_with_completion(self) -> tuple[Sequence[Queue], int] | None:
+        """The queues and count a completion pops: a job for each slot about to take its
+        next one, and `--prefetch` more to hold while jobs are short, less the jobs held
+        or asked for already; None for none."""
+        if not self._may_take():
+            return None
+        with self._counting:
+            in_hand = len(self.held) + self._asked
+            ahead = self.options.prefetch if self.durations.short else 0
+            count = self._ending + ahead - in_hand
+            if self.options.max_jobs is not None:
+                count = min(count, self.options.max_jobs - self.started - in_hand)
+            if self.options.strategy != "ordered":
+                count = min(count, 1)  # as the loop's pops: one job per queue in turn
+            if count <= 0:
+                return None
+            self._asked += count
+        return self._pop_order(), count
+
+    def _hold_popped(self, queues: Sequence[Queue], count: int, answer: Any) -> None:
+        """Hold the jobs a completion popped (called in the order the pops were sent)."""
+        _, popped = split_answer(answer)
+        jobs: list[Job] = []
+        if isinstance(popped, BaseException):
+            logger.warning("qless worker %s: pop from %s failed: %s", self.name,
+                           ", ".join(names(queues)), popped)
+        else:
+            jobs = self.client.jobs_from_json(popped)
+        now, clock = time.monotonic(), self.client.now()
+        with self._counting:
+            self._asked -= count
+            self.held.extend(Held(job, now, float(job.expires) - clock) for job in jobs)
+        if jobs and self.options.strategy == "ordered":
+            self._served(jobs[0])
+        for _ in jobs:
+            self.waker.popped()
+
+    def _may_take(self) -> bool:
+        """Whether a slot whose job ended may pop or start another itself."""
+        return (not self.stop.requested and not self.control.paused
+                and self.fetcher.lease_guard.safe)
+
+    def _next_for_slot(self) -> Held | None:
+        """The oldest held job, for the slot whose job just ended to run (None: the
+        slot is free); an `async def` one goes to the loop instead."""
+        if not self._may_take():
+            return None  # held jobs go back to their queues: the loop sees to it
+        with self._counting:
+            if self.options.max_jobs is not None and self.started >= self.options.max_jobs:
+                return None
+            held = self._take_held()
+            if held is None:
+                return None
+            self.started += 1
+        if self.loop_jobs.takes(held.job):
+            self.loop_jobs.start(held)
+            return None
+        return held
 
     def _completed(self, job: Job, duration: float, answer: object) -> Outcome:
         """The outcome of a job whose completion qless answered with `answer` (its new

@@ -6,7 +6,8 @@ lost lock or fence reaches a plain function as an asynchronous exception
 (`PyThreadState_SetAsyncExc`, at its next bytecode) and an `async def` job as the
 cancellation of its task on the shared loop (`loop_thread`). The worker loop hands a
 slot a job only when one is free (`free`), so never more than N run at once, and is
-woken as soon as one ends (`wait_freed`) to pop again at once. A job that reaches its
+woken as soon as one ends (`wait_freed`) to pop again at once; a slot given its next job
+when its job ends (`Finished`) runs it without freeing itself. A job that reaches its
 slot long after its pop (the process stood still meanwhile) is renewed before it starts,
 as the serial worker's held jobs are: its lease may have run out and another worker
 taken it. An idle slot thread also serves the sync calls of an `async def` job the event
@@ -37,8 +38,9 @@ from .runner import JobRunner
 
 logger = logging.getLogger("django_qless.worker")
 
-#: What a slot calls with each job it ran: the job, its outcome, how long it ran.
-Finished = Callable[[Job, Outcome, float], None]
+#: What a slot calls with each job it ran (the job, its outcome, how long it ran); returns
+#: the job the slot runs next, if any.
+Finished = Callable[[Job, Outcome, float], "Held | None"]
 #: Builds a slot's runner around its interrupter.
 RunnerFor = Callable[[Interrupter], JobRunner]
 
@@ -138,25 +140,30 @@ class Slots:
                 if isinstance(work, Loan):
                     work.serve(runner.databases)
                 else:
-                    self._run(runner, interrupter, work)
+                    held: Held | None = work
+                    while held is not None:
+                        held = self._run(runner, interrupter, held)
         finally:
             # Django's connections are per thread: this thread's would outlive it.
             connections.close_all()
 
-    def _run(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> None:
-        """Run one job to its end and report it; the slot is free again after."""
+    def _run(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> Held | None:
+        """Run one job to its end and report it; the job the slot runs next, else None
+        once the slot is free again."""
         job = held.job
         started = time.monotonic()
-        outcome = Outcome.UNREPORTED
+        following = None
         try:
             outcome = self._start(runner, interrupter, held)
-            self.finished(job, outcome, runner.last_duration)
+            following = self.finished(job, outcome, runner.last_duration)
         except Exception:
             # A bug must not lose the slot: the job's lock expires and qless hands it out.
             logger.exception("qless worker %s: unexpected error running job %s (%.1f s)",
                              self.name, job.jid, time.monotonic() - started, extra=job_fields(job))
         finally:
-            self.release()
+            if following is None:
+                self.release()
+        return following
 
     def _start(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> Outcome:
         """Run the job if it is still ours; what became of it."""

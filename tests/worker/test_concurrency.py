@@ -556,3 +556,31 @@ def test_a_late_lock_lost_about_a_lease_this_worker_lost_does_not_stop_its_new_r
     renewals._on_message(lock_lost)  # noqa: SLF001
     assert second.lost == "lock_lost"
     renewals.end()
+
+
+def test_a_slot_whose_job_completed_runs_the_job_its_completion_popped(
+    qless: Client, put: Put, ledger: Ledger, run_worker: Callable[..., Worker],
+) -> None:
+    jids = [put("worker.nap", 0.03) for _ in range(60)]
+    worker = run_worker("q", concurrency=3, prefetch=0)
+    assert isinstance(worker, PoolWorker)
+    assert all_state(qless, jids, "complete")
+    assert worker.outcomes["completed"] == 60
+    # The loop popped for the three slots at the start, then only when a completion found
+    # the queue empty: every other job came with the completion before it, one script
+    # call per job.
+    assert worker.pop_round_trips <= 6
+    assert len({entry["thread"] for entry in events(ledger, "start").values()}) == 3
+
+
+def test_slots_popping_with_their_completions_keep_the_round_robin_order(
+    qless: Client, put: Put, ledger: Ledger, run_worker: Callable[..., Worker],
+) -> None:
+    jids = {queue: [put("worker.nap", 0.02, queue=queue) for _ in range(12)]
+            for queue in ("a", "b")}
+    run_worker("a", "b", concurrency=2, prefetch=0, strategy="round-robin")
+    assert all_state(qless, jids["a"] + jids["b"], "complete")
+    first_half = [entry["jid"] for entry in ledger() if entry["event"] == "start"][:12]
+    # Each pop moves on to the next queue; popping "a" first every time would start
+    # its 12 jobs before any of "b".
+    assert 5 <= len(set(first_half) & set(jids["a"])) <= 7
