@@ -103,7 +103,8 @@ class PoolWorker(Worker):
         self._ending = 0
         #: Jobs started so far (`--max-jobs` counts them).
         self.started = 0
-        #: Jobs popped ahead of the free slots, in pop order (only the loop's thread).
+        #: Jobs popped ahead of the free slots, in pop order: the loop and the slots whose
+        #: completions popped them take the oldest first.
         self.held: deque[Held] = deque()
         #: The pops' connection, kept between round trips (only the loop's thread pops).
         self._pops = Batch(self.client)

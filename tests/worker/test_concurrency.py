@@ -558,7 +558,7 @@ def test_a_late_lock_lost_about_a_lease_this_worker_lost_does_not_stop_its_new_r
     renewals.end()
 
 
-def test_a_slot_whose_job_completed_runs_the_job_its_completion_popped(
+def test_jobs_come_with_completions_and_the_loop_pops_only_at_start_and_end(
     qless: Client, put: Put, ledger: Ledger, run_worker: Callable[..., Worker],
 ) -> None:
     jids = [put("worker.nap", 0.03) for _ in range(60)]
