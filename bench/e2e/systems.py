@@ -149,6 +149,10 @@ SYSTEMS: dict[str, System] = {
         System("qless_processes_4", "django_qless (4 processes)", 9, sys.executable,
                partial(qless_worker, processes=4), has_burst=True, driver="sys_qless",
                peer="qless"),
+        # Several jobs per process (`--concurrency`): no slower than one at a time.
+        System("qless_concurrency_16", "django_qless (2 processes x 16)", 12, sys.executable,
+               partial(qless_worker, processes=2, concurrency=16), has_burst=True,
+               driver="sys_qless", peer="qless"),
         System("huey_processes_4", "huey RedisHuey (4 processes)", 10, venv_bin("python"),
                partial(huey, workers=4, kind="process"), driver="sys_huey", peer="huey"),
         System("dramatiq_processes_4", "dramatiq (4 processes x 8 threads)", 11,

@@ -33,13 +33,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import redis
 
 from ..core import Batch, Job, LockLostError, QlessError, Queue, commands
-from .completions import Completions
+from .completions import Asked, Completions
 from .fetcher import names, split_answer
 from .held import DurationAverage, Held
 from .interrupt import Interrupter
@@ -60,6 +61,17 @@ logger = logging.getLogger("django_qless.worker")
 #: Seconds past the shutdown timeout the worker waits for its interrupted jobs to end
 #: before it hands back those still running and exits.
 STUCK_GRACE = 0.25
+
+
+@dataclass
+class Owed:
+    """A completion a slot sent without waiting, settled once the slot's next job ends."""
+
+    asked: Asked
+    job: Job
+    duration: float
+    #: True when it is a `complete.pop` (its answer pairs the state with the popped jobs).
+    pops: bool
 
 
 def build_worker(options: WorkerOptions) -> Worker:
@@ -87,7 +99,7 @@ class PoolWorker(Worker):
         #: round trip.
         self.completions = Completions(self.client)
         self.slots = Slots(options.concurrency, self.name, self.renewals, self._runner,
-                           self._finished)
+                           self._finished, self._settle_owed)
         #: Runs `async def` jobs on the loop without a slot thread (`loop_jobs`).
         self.loop_jobs = LoopJobs(options, self.slots, self.renewals,
                                   self._runner(Interrupter(use_signals=False)),
@@ -97,10 +109,14 @@ class PoolWorker(Worker):
         self._counting = threading.Lock()
         #: Guards the queue order: the loop and the slots' completions pop by it.
         self._ordering = threading.Lock()
+        #: Orders the completions' sends as their pops were counted (`_post_completion`).
+        self._posting = threading.Lock()
         #: Jobs asked for by completions whose answer has not come yet.
         self._asked = 0
         #: Slots whose job ended and that have not taken their next one yet.
         self._ending = 0
+        #: Per slot thread: the completion it sent without waiting (`Owed`), if any.
+        self._owed = threading.local()
         #: Jobs started so far (`--max-jobs` counts them).
         self.started = 0
         #: Jobs popped ahead of the free slots, in pop order: the loop and the slots whose
@@ -129,7 +145,9 @@ class PoolWorker(Worker):
         """Wait for the running jobs (handed back at the shutdown timeout), then stop."""
         self._give_back_held("worker shutdown")
         self.slots.drain(self._stop_waiting)
-        # What the completions that were under way at the stop popped meanwhile.
+        # What the completions that were under way at the stop popped meanwhile (a slot
+        # still in its job has not read its completion's answer: read them all first).
+        self.completions.close()
         self._give_back_held("worker shutdown")
         self._hand_back_stuck()
         self.loop_jobs.close()
@@ -172,6 +190,7 @@ class PoolWorker(Worker):
         if free <= 0:
             return True
         self.slots.freed.clear()
+        self.completions.collect()  # jobs popped by completions no slot has read yet
         started = self._start_held(free)
         free -= started
         jobs = self._pop(free + self._ahead()) if self.fetcher.lease_guard.safe else []
@@ -287,10 +306,14 @@ class PoolWorker(Worker):
         the job the slot runs next, if it takes one."""
         # First: whether the completion also pops jobs to hold depends on this one.
         self._observe(duration)
+        self._settle_owed()
         with self._counting:
             self._ending += 1
         try:
             if outcome is Outcome.SUCCEEDED:
+                following = self._complete_ahead(job, duration)
+                if following is not None:
+                    return following
                 outcome = self._complete(job, duration)
             self._count(job, outcome, duration)
             return self._next_for_slot()
@@ -320,29 +343,67 @@ class PoolWorker(Worker):
         """qless `complete`, sent as soon as the job returned (with the reports of the jobs
         that ended at the same moment, `completions`), popping in the same script call
         (`complete.pop`) the job its slot runs next and those to hold."""
-        pop = self._pop_with_completion()
-        if pop is None:
-            return self._completed(job, duration, self.completions.complete(job))
-        queues, count = pop
-        answer = self.completions.send(
-            commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
-                                  names(queues), count, lean=self.fetcher.lean),
-            received=partial(self._hold_popped, queues, count))
-        state, _ = split_answer(answer)
-        if not isinstance(state, BaseException):
-            job.state = str(state)
-        return self._completed(job, duration, state)
+        owed = self._post_completion(job, duration, taking=True)
+        return self._completed(job, duration, self._state(owed))
 
-    def _pop_with_completion(self) -> tuple[Sequence[Queue], int] | None:
+    def _complete_ahead(self, job: Job, duration: float) -> Held | None:
+        """With every other slot busy and a job held, send the completion (popping the
+        held jobs back up) without waiting and return that job: the slot starts it at once
+        and settles this completion when it ends (`_settle_owed`). None: the slot waits
+        for its completion's answer (an answer left unread would keep the jobs it pops
+        from a free slot)."""
+        if not self._may_take() or self.slots.free > 0:
+            return None
+        self.completions.collect()  # the jobs earlier completions popped, if already here
+        following = self._next_for_slot()
+        if following is not None:
+            self._owed.completion = self._post_completion(job, duration, taking=False)
+        return following
+
+    def _post_completion(self, job: Job, duration: float, *, taking: bool) -> Owed:
+        """Send a job's completion, with a pop when jobs are wanted, without waiting."""
+        # One at a time from the count to the send: a completion that counts on another's
+        # pop for its slot must be answered after it, or its slot frees up meanwhile.
+        with self._posting:
+            pop = self._pop_with_completion(taking=taking)
+            if pop is None:
+                command = commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
+                return Owed(self.completions.post(command), job, duration, pops=False)
+            queues, count = pop
+            asked = self.completions.post(
+                commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
+                                      names(queues), count, lean=self.fetcher.lean),
+                received=partial(self._hold_popped, queues, count))
+        return Owed(asked, job, duration, pops=True)
+
+    def _state(self, owed: Owed) -> Any:
+        """The job's new state qless answered to its completion, or the error."""
+        answer = self.completions.answer(owed.asked)
+        state = split_answer(answer)[0] if owed.pops else answer
+        if not isinstance(state, BaseException):
+            owed.job.state = str(state)
+        return state
+
+    def _settle_owed(self) -> None:
+        """Settle the completion this slot sent without waiting, if any: its outcome (the
+        job's signal) and count."""
+        owed: Owed | None = getattr(self._owed, "completion", None)
+        if owed is None:
+            return
+        self._owed.completion = None
+        state = self._state(owed)
+        self._count(owed.job, self._completed(owed.job, owed.duration, state), owed.duration)
+
+    def _pop_with_completion(self, *, taking: bool) -> tuple[Sequence[Queue], int] | None:
         """The queues and count a completion pops: a job for each slot about to take its
-        next one, and `--prefetch` more to hold while jobs are short, less the jobs held
-        or asked for already; None for none."""
+        next one (this one too when `taking`), and `--prefetch` more to hold while jobs are
+        short, less the jobs held or asked for already; None for none."""
         if not self._may_take():
             return None
         with self._counting:
             in_hand = len(self.held) + self._asked
             ahead = self.options.prefetch if self.durations.short else 0
-            count = self._ending + ahead - in_hand
+            count = self._ending - (0 if taking else 1) + ahead - in_hand
             if self.options.max_jobs is not None:
                 count = min(count, self.options.max_jobs - self.started - in_hand)
             if self.options.strategy != "ordered":

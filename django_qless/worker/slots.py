@@ -49,12 +49,15 @@ class Slots:
     """N slot threads taking jobs from one hand-off queue; counts the busy ones."""
 
     def __init__(self, size: int, name: str, monitor: Renewals, runner_for: RunnerFor,
-                 finished: Finished) -> None:
+                 finished: Finished, settle: Callable[[], None]) -> None:
         self.size = size
         self.name = name
         self.monitor = monitor
         self.runner_for = runner_for
         self.finished = finished
+        #: Settles what a slot left owed (a completion sent without waiting) before it is
+        #: free again.
+        self.settle = settle
         #: The event loop of every `async def` job of the process.
         self.loops = LoopThread(name)
         self.busy = 0
@@ -162,8 +165,17 @@ class Slots:
                              self.name, job.jid, time.monotonic() - started, extra=job_fields(job))
         finally:
             if following is None:
+                self._settle()
                 self.release()
         return following
+
+    def _settle(self) -> None:
+        """Settle what this slot owes before it is free (normally nothing by now)."""
+        try:
+            self.settle()
+        except Exception:
+            logger.exception("qless worker %s: could not settle a slot's last completion",
+                             self.name)
 
     def _start(self, runner: JobRunner, interrupter: Interrupter, held: Held) -> Outcome:
         """Run the job if it is still ours; what became of it."""
