@@ -107,7 +107,7 @@ class EventListener:
 
     def _connect(self) -> redis.client.PubSub:
         """Subscribe, and wait for the confirmations so no later publish is missed."""
-        pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
+        pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call,unused-ignore]
         self._pubsub = pubsub
         pubsub.subscribe(*self.channels)
         confirmed = 0

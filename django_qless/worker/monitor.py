@@ -253,7 +253,7 @@ class Monitor(threading.Thread):
 
     def _subscribe(self) -> redis.client.PubSub:
         """Subscribe to the worker's channel and wait for the confirmation."""
-        pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
+        pubsub: redis.client.PubSub = self.client.redis.pubsub()  # type: ignore[no-untyped-call,unused-ignore]
         self._pubsub = pubsub
         self._ping.restart()
         pubsub.subscribe(self.channel, self.control_channel)

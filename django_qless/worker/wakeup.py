@@ -193,7 +193,7 @@ class Waker:
         """Subscribe to the log channel and read up to the confirmation (older events are
         stale)."""
         if self._pubsub is None:
-            self._pubsub = self.client.redis.pubsub()  # type: ignore[no-untyped-call]
+            self._pubsub = self.client.redis.pubsub()  # type: ignore[no-untyped-call,unused-ignore]
         pubsub = self._pubsub
         self._ping.restart()
         pubsub.subscribe(keys.LOG_CHANNEL)

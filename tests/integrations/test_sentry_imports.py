@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Makes `import sentry_sdk` fail as if it were not installed, then uses django_qless.
@@ -56,3 +58,12 @@ def test_django_qless_works_without_sentry_sdk() -> None:
 def test_the_integration_imports_in_a_settings_module() -> None:
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
     assert run(IN_SETTINGS, env).strip() == "identifier: qless configured: False"
+
+
+def test_a_sentry_sdk_it_cannot_drive_is_refused_with_the_supported_range() -> None:
+    from django_qless.integrations.sentry.supported import check_version
+
+    check_version("2.15.0")
+    check_version("2.99.1")
+    with pytest.raises(ImportError, match=r"supports sentry-sdk 2\.x .* sentry-sdk 3\.0\.0 is"):
+        check_version("3.0.0")

@@ -8,6 +8,10 @@ check-ins. Importing this module imports sentry_sdk: nothing else in django_qles
 
 from __future__ import annotations
 
-from .integration import QlessIntegration
+from .supported import check_version
+
+check_version()
+
+from .integration import QlessIntegration  # noqa: E402 - only once the SDK is one it knows
 
 __all__ = ["QlessIntegration"]
