@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -61,6 +61,9 @@ logger = logging.getLogger("django_qless.worker")
 #: Seconds past the shutdown timeout the worker waits for its interrupted jobs to end
 #: before it hands back those still running and exits.
 STUCK_GRACE = 0.25
+#: Seconds after which the loop settles a completion sent without waiting whose slot is
+#: still in its next job (normally the slot settles it as that job ends).
+OWED_LIMIT = SLICE
 
 
 @dataclass
@@ -72,6 +75,8 @@ class Owed:
     duration: float
     #: True when it is a `complete.pop` (its answer pairs the state with the popped jobs).
     pops: bool
+    #: When it was sent (monotonic).
+    since: float = field(default_factory=time.monotonic)
 
 
 def build_worker(options: WorkerOptions) -> Worker:
@@ -115,8 +120,9 @@ class PoolWorker(Worker):
         self._asked = 0
         #: Slots whose job ended and that have not taken their next one yet.
         self._ending = 0
-        #: Per slot thread: the completion it sent without waiting (`Owed`), if any.
-        self._owed = threading.local()
+        #: By slot thread: the completion it sent without waiting, if any (guarded by
+        #: `_counting`).
+        self._owed: dict[int, Owed] = {}
         #: Jobs started so far (`--max-jobs` counts them).
         self.started = 0
         #: Jobs popped ahead of the free slots, in pop order: the loop and the slots whose
@@ -146,7 +152,8 @@ class PoolWorker(Worker):
         self._give_back_held("worker shutdown")
         self.slots.drain(self._stop_waiting)
         # What the completions that were under way at the stop popped meanwhile (a slot
-        # still in its job has not read its completion's answer: read them all first).
+        # still in its job has not settled its completion sent without waiting).
+        self._settle_overdue(limit=0.0)
         self.completions.close()
         self._give_back_held("worker shutdown")
         self._hand_back_stuck()
@@ -357,7 +364,9 @@ class PoolWorker(Worker):
         self.completions.collect()  # the jobs earlier completions popped, if already here
         following = self._next_for_slot()
         if following is not None:
-            self._owed.completion = self._post_completion(job, duration, taking=False)
+            owed = self._post_completion(job, duration, taking=False)
+            with self._counting:
+                self._owed[threading.get_ident()] = owed
         return following
 
     def _post_completion(self, job: Job, duration: float, *, taking: bool) -> Owed:
@@ -373,7 +382,7 @@ class PoolWorker(Worker):
             asked = self.completions.post(
                 commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
                                       names(queues), count, lean=self.fetcher.lean),
-                received=partial(self._hold_popped, queues, count))
+                received=partial(self._hold_popped, queues, count, time.monotonic()))
         return Owed(asked, job, duration, pops=True)
 
     def _state(self, owed: Owed) -> Any:
@@ -385,12 +394,26 @@ class PoolWorker(Worker):
         return state
 
     def _settle_owed(self) -> None:
-        """Settle the completion this slot sent without waiting, if any: its outcome (the
-        job's signal) and count."""
-        owed: Owed | None = getattr(self._owed, "completion", None)
-        if owed is None:
-            return
-        self._owed.completion = None
+        """Settle the completion this slot sent without waiting, if any."""
+        with self._counting:
+            owed = self._owed.pop(threading.get_ident(), None)
+        if owed is not None:
+            self._settle(owed)
+
+    def _settle_overdue(self, limit: float = OWED_LIMIT) -> None:
+        """Settle the completions sent without waiting by slots still in their next job
+        after `limit` seconds: a long job must not hold back the signals of the one
+        before."""
+        now = time.monotonic()
+        with self._counting:
+            overdue = [thread for thread, owed in self._owed.items()
+                       if now - owed.since >= limit]
+            settling = [self._owed.pop(thread) for thread in overdue]
+        for owed in settling:
+            self._settle(owed)
+
+    def _settle(self, owed: Owed) -> None:
+        """A completion's outcome (the job's signal) and count, once qless answered."""
         state = self._state(owed)
         self._count(owed.job, self._completed(owed.job, owed.duration, state), owed.duration)
 
@@ -413,8 +436,10 @@ class PoolWorker(Worker):
             self._asked += count
         return self._pop_order(), count
 
-    def _hold_popped(self, queues: Sequence[Queue], count: int, answer: Any) -> None:
-        """Hold the jobs a completion popped (called in the order the pops were sent)."""
+    def _hold_popped(self, queues: Sequence[Queue], count: int, sent: float, answer: Any
+                     ) -> None:
+        """Hold the jobs a completion popped (called in the order the pops were sent); they
+        count as held since the pop was sent (its answer may be read later)."""
         _, popped = split_answer(answer)
         jobs: list[Job] = []
         if isinstance(popped, BaseException):
@@ -422,10 +447,10 @@ class PoolWorker(Worker):
                            ", ".join(names(queues)), popped)
         else:
             jobs = self.client.jobs_from_json(popped)
-        now, clock = time.monotonic(), self.client.now()
+        clock = self.client.now()
         with self._counting:
             self._asked -= count
-            self.held.extend(Held(job, now, float(job.expires) - clock) for job in jobs)
+            self.held.extend(Held(job, sent, float(job.expires) - clock) for job in jobs)
         if jobs and self.options.strategy == "ordered":
             self._served(jobs[0])
         for _ in jobs:
@@ -473,8 +498,10 @@ class PoolWorker(Worker):
                 self.waker.quiet()
                 time.sleep(SLICE)
                 continue
+            self._settle_overdue()
             if self._wanted() <= 0:
                 self.slots.wait_freed(SLICE)
+                self.completions.collect()  # jobs popped while every slot runs a long one
                 if self._held_too_long():
                     self._give_back_held("held behind a long job")
                 if self.options.max_jobs is not None and self.started >= self.options.max_jobs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -123,3 +124,25 @@ def test_max_jobs_counts_completions_sent_without_waiting(
     states = [job_state(qless, jid) for jid in jids]
     assert states.count("complete") == 50 and states.count("waiting") == 30
     assert worker.jobs_run == 50 and worker.outcomes == {"completed": 50}
+
+
+def test_a_long_job_does_not_hold_back_the_completion_signal_of_the_job_before_it(
+    qless: Client, put: Callable[..., str], run_worker: Callable[..., Worker],
+) -> None:
+    short = [put("worker.noop") for _ in range(40)]
+    long = [put("worker.nap", 1.5) for _ in range(2)]
+    signalled: dict[str, float] = {}
+
+    def keep(sender: Any, jid: str, **kwargs: Any) -> None:
+        signalled[jid] = time.monotonic()
+
+    signals.job_completed.connect(keep, dispatch_uid="tests.completions.late")
+    try:
+        run_worker("q", concurrency=2, prefetch=1)
+    finally:
+        signals.job_completed.disconnect(dispatch_uid="tests.completions.late")
+    assert set(signalled) == set(short + long)
+    # The slots took the long jobs with the last short ones' completions still owed: those
+    # are settled while the long jobs run, not after them.
+    last_short = max(signalled[jid] for jid in short)
+    assert min(signalled[jid] for jid in long) - last_short > 1.0
