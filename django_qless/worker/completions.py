@@ -124,6 +124,10 @@ class Completions:
             self._receive(asked, asked.answer)
         return asked.answer
 
+    def wait_for(self, condition: Callable[[], bool]) -> None:
+        """Read answers, in order, until `condition()` holds or none is owed."""
+        self._use(lambda: condition() or not self.owed)
+
     def collect(self) -> None:
         """Read the answers already here, without waiting (while no other thread is on
         the connection): the jobs their pops brought are held from now on."""

@@ -197,7 +197,9 @@ class PoolWorker(Worker):
         if free <= 0:
             return True
         self.slots.freed.clear()
-        self.completions.collect()  # jobs popped by completions no slot has read yet
+        # Jobs popped by completions: those already here, or on their way (a pop more now
+        # would hold one job too many once they come).
+        self.completions.wait_for(lambda: bool(self.held) or self._asked == 0)
         started = self._start_held(free)
         free -= started
         jobs = self._pop(free + self._ahead()) if self.fetcher.lease_guard.safe else []
@@ -318,9 +320,8 @@ class PoolWorker(Worker):
             self._ending += 1
         try:
             if outcome is Outcome.SUCCEEDED:
-                following = self._complete_ahead(job, duration)
-                if following is not None:
-                    return following
+                if self._may_send_ahead():
+                    return self._complete_ahead(job, duration)
                 outcome = self._complete(job, duration)
             self._count(job, outcome, duration)
             return self._next_for_slot()
@@ -353,20 +354,28 @@ class PoolWorker(Worker):
         owed = self._post_completion(job, duration, taking=True)
         return self._completed(job, duration, self._state(owed))
 
-    def _complete_ahead(self, job: Job, duration: float) -> Held | None:
-        """With every other slot busy and a job held, send the completion (popping the
-        held jobs back up) without waiting and return that job: the slot starts it at once
-        and settles this completion when it ends (`_settle_owed`). None: the slot waits
-        for its completion's answer (an answer left unread would keep the jobs it pops
-        from a free slot)."""
+    def _may_send_ahead(self) -> bool:
+        """Whether a slot may send its completion without waiting for the answer: every
+        other slot is busy (an answer left unread would keep the jobs it pops from a free
+        slot) and a job is held, or on its way, for it to run next."""
         if not self._may_take() or self.slots.free > 0:
-            return None
+            return False
         self.completions.collect()  # the jobs earlier completions popped, if already here
+        return bool(self.held) or self._asked > 0
+
+    def _complete_ahead(self, job: Job, duration: float) -> Held | None:
+        """Send the completion (popping the held jobs back up) without waiting and return
+        the next held job: the slot starts it at once and settles this completion when it
+        ends (`_settle_owed`). With none held yet, the answers of the pops on their way
+        are read until one is (not this completion's own, unless they brought nothing);
+        None: the slot is free (and settles its completion first)."""
         following = self._next_for_slot()
-        if following is not None:
-            owed = self._post_completion(job, duration, taking=False)
-            with self._counting:
-                self._owed[threading.get_ident()] = owed
+        owed = self._post_completion(job, duration, taking=following is None)
+        with self._counting:
+            self._owed[threading.get_ident()] = owed
+        if following is None:
+            self.completions.wait_for(lambda: bool(self.held) or self._asked == 0)
+            following = self._next_for_slot()
         return following
 
     def _post_completion(self, job: Job, duration: float, *, taking: bool) -> Owed:
