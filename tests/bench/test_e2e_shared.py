@@ -128,10 +128,12 @@ def test_best_ratios_also_compare_our_best_with_each_peers_best() -> None:
 
 def test_worker_bench_runs_each_peer_at_its_best_and_at_two_workers() -> None:
     """huey in threads and processes, dramatiq with 1 and 8 threads, RQ alone and pooled; huey,
-    dramatiq and django_qless with 4 processes as well."""
+    dramatiq and django_qless with 4 processes as well, and django_qless with 2 x 16 slots
+    (several jobs per process must be no slower than one)."""
     peers: dict[str, list[str]] = {}
     for system in SYSTEMS.values():
         peers.setdefault(system.peer or system.name, []).append(system.label)
     assert len(peers["huey"]) == 3 and len(peers["dramatiq"]) == 3 and len(peers["rq"]) == 2
-    assert peers["qless"] == ["django_qless (2 processes)", "django_qless (4 processes)"]
+    assert peers["qless"] == ["django_qless (2 processes)", "django_qless (4 processes)",
+                              "django_qless (2 processes x 16)"]
     assert len({system.db for system in SYSTEMS.values()}) == len(SYSTEMS)
