@@ -205,17 +205,47 @@ local function need_queues(a, from, prefix)
   end
 end
 
+-- The optional `ahead n keep` where a pop's count is expected (a[at]): n, keep, and where
+-- the count is then.
+local function read_ahead(a, at, prefix)
+  if a[at] ~= 'ahead' then
+    return 0, 0, at
+  end
+  local n = need_count(a[at + 1], prefix .. 'Arg "ahead" missing or not a number: ')
+  local keep = need_count(a[at + 2], prefix .. 'Arg "keep" missing or not a number: ')
+  return n, keep, at + 3
+end
+
+-- How many of `count` jobs to take from `queue` when its last `ahead` are for a worker to
+-- hold until a slot of its own frees up: those only as far as `keep` jobs stay waiting. A
+-- queue's last jobs then go to slots that are free when they are taken, of this worker or
+-- of another, instead of waiting in a hold while such a slot idles.
+local function pop_count(queue, count, ahead, keep)
+  if ahead <= 0 then
+    return count
+  end
+  local needed = math.max(count - ahead, 0)
+  local spare = rcall('zcard', 'ql:q:' .. queue .. '-work') - needed - keep
+  return needed + math.max(0, math.min(spare, count - needed))
+end
+
 -- `pop` of each of the queues a[from], a[from + 1], ... until one hands jobs out; the
--- JSON list of those jobs (`{}` when none does), `lean` ones if asked.
-local function pop_first(now, worker, count, a, from, lean)
+-- JSON list of those jobs (`{}` when none does), `lean` ones if asked; `ahead` and `keep`
+-- as pop_count takes them.
+local function pop_first(now, worker, count, a, from, lean, ahead, keep)
   if #a == from then -- one queue: its pop, without the reads that would pass it over
-    return encode(QlessQueue.pop(now, a[from], worker, count, lean))
+    return encode(QlessQueue.pop(now, a[from], worker, pop_count(a[from], count, ahead, keep),
+      lean))
   end
   local popped_any = false
   for i = from, #a do
     if may_hand_out(a[i], now) then
+      local wanted = pop_count(a[i], count, ahead, keep)
+      if wanted == 0 then
+        break -- only jobs to hold were asked for: none from a later queue either
+      end
       popped_any = true
-      local popped = QlessQueue.pop(now, a[i], worker, count, lean)
+      local popped = QlessQueue.pop(now, a[i], worker, wanted, lean)
       if #popped > 0 then
         return encode(popped)
       end
@@ -227,21 +257,28 @@ local function pop_first(now, worker, count, a, from, lean)
   return encode({})
 end
 
---[[ pop.first(worker, count, queue...) -> JSON list of job objects: `pop` of each queue in
-  the order given until one hands jobs out (`{}` when none does). An extension of
-  django_qless: a worker with many queues pays one call, not one per queue it finds empty.
-  Every argument is checked before the first pop.
-  Errors: Pop.first(): Arg "worker" missing | Arg "count" missing or not a number: <v> |
+--[[ pop.first(worker, [ahead, n, keep], count, queue...) -> JSON list of job objects: `pop`
+  of each queue in the order given until one hands jobs out (`{}` when none does). An
+  extension of django_qless: a worker with many queues pays one call, not one per queue it
+  finds empty. With `ahead n keep`, the last n of the count (jobs a worker holds for a slot
+  that is not free yet) are taken only as far as keep jobs stay waiting in that queue (an
+  empty reply if none of the count was for a free slot). Every argument is checked before
+  the first pop.
+  Errors: Pop.first(): Arg "worker" missing | Arg "ahead" missing or not a number: <v> |
+          Arg "keep" missing or not a number: <v> |
+          Arg "count" missing or not a number: <v> |
           Arg "queue" missing (none given, or an empty name)
 ]]
 QlessAPI['pop.first'] = function(now, a)
   local worker = need_name(a[1], 'Pop.first(): Arg "worker" missing')
-  local count = need_count(a[2], 'Pop.first(): Arg "count" missing or not a number: ')
-  need_queues(a, 3, 'Pop.first(): ')
-  return pop_first(now, worker, count, a, 3)
+  local ahead, keep, at = read_ahead(a, 2, 'Pop.first(): ')
+  local count = need_count(a[at], 'Pop.first(): Arg "count" missing or not a number: ')
+  need_queues(a, at + 1, 'Pop.first(): ')
+  return pop_first(now, worker, count, a, at + 1, false, ahead, keep)
 end
 
---[[ complete.pop(jid, worker, queue, data, [lean], count, queue...) -> {state, JSON list}:
+--[[ complete.pop(jid, worker, queue, data, [lean], [ahead, n, keep], count, queue...) ->
+  {state, JSON list}:
   `complete` of a job (without next/delay/depends), then `pop.first` for the same worker, in
   one call: a worker that completes a job and pops the next pays one call, not two. An
   extension of django_qless. The pop's arguments are checked before anything is written,
@@ -250,17 +287,19 @@ end
   back as the reply's second element, an error in an array, so the caller still learns that
   its job completed. With `lean` the popped job objects have no `history` and `dependents`
   (reading, decoding and encoding them is 8.6% of a worker job's Redis instructions); the
-  writes are the same.
-  Errors: Complete.pop(): Arg "count" missing or not a number: <v> | Arg "queue" missing;
+  writes are the same. `ahead n keep` as pop.first takes them.
+  Errors: Complete.pop(): Arg "ahead" missing or not a number: <v> |
+          Arg "keep" missing or not a number: <v> |
+          Arg "count" missing or not a number: <v> | Arg "queue" missing;
           then those of complete (Complete(): ...)
 ]]
 QlessAPI['complete.pop'] = function(now, a)
   local lean = a[5] == 'lean'
-  local at = lean and 6 or 5 -- where the count is
+  local ahead, keep, at = read_ahead(a, lean and 6 or 5, 'Complete.pop(): ')
   local count = need_count(a[at], 'Complete.pop(): Arg "count" missing or not a number: ')
   need_queues(a, at + 1, 'Complete.pop(): ')
   local state = QlessJob.complete(now, { a[1], a[2], a[3], a[4] })
-  local ok, popped = pcall(pop_first, now, a[2], count, a, at + 1, lean)
+  local ok, popped = pcall(pop_first, now, a[2], count, a, at + 1, lean, ahead, keep)
   if ok or (type(popped) == 'table' and popped.err) then -- the jobs, or a command's error
     return { state, popped }
   end

@@ -87,21 +87,33 @@ def pop(queue: str, worker: str, count: int = 1) -> Command:
     return Command("pop", (queue, worker, count))
 
 
-def pop_first(queues: Sequence[str], worker: str, count: int = 1) -> Command:
+def pop_first(queues: Sequence[str], worker: str, count: int = 1, *, ahead: int = 0,
+              keep: int = 0) -> Command:
     """Lease up to `count` jobs of the first of `queues` (in order) that hands any out: one
-    `pop` (plain) for one queue, else `pop.first` (a django_qless extension)."""
-    if len(queues) == 1:
+    `pop` (plain) for one queue, else `pop.first` (a django_qless extension); the last
+    `ahead` of them, jobs to hold for a slot not free yet, only as far as `keep` jobs stay
+    waiting (`pop.first` then, even for one queue)."""
+    hold = _ahead(ahead, keep)
+    if len(queues) == 1 and not hold:
         return pop(queues[0], worker, count)
-    return Command("pop.first", (worker, count, *queues))
+    return Command("pop.first", (worker, *hold, count, *queues))
 
 
 def complete_pop(jid: str, worker: str, queue: str, encoded: str, queues: Sequence[str],
-                 count: int = 1, *, lean: bool = False) -> Command:
+                 count: int = 1, *, lean: bool = False, ahead: int = 0, keep: int = 0
+                 ) -> Command:
     """Complete a running job and lease up to `count` jobs of the first of `queues` that
     hands any out, in one call (`complete.pop`, a django_qless extension); the reply is
-    `[state, JSON list of jobs]`, `lean` jobs without history and dependents if asked."""
+    `[state, JSON list of jobs]`, `lean` jobs without history and dependents if asked;
+    `ahead` and `keep` as `pop_first` takes them."""
     shape = ("lean",) if lean else ()
-    return Command("complete.pop", (jid, worker, queue, encoded, *shape, count, *queues))
+    return Command("complete.pop", (jid, worker, queue, encoded, *shape, *_ahead(ahead, keep),
+                                    count, *queues))
+
+
+def _ahead(ahead: int, keep: int) -> tuple[Any, ...]:
+    """The `ahead n keep` words of `pop.first` and `complete.pop` (none for no job ahead)."""
+    return ("ahead", ahead, keep) if ahead > 0 else ()
 
 
 def complete(

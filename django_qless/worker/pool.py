@@ -134,6 +134,11 @@ class PoolWorker(Worker):
         self.pop_round_trips = 0
         #: How long recent jobs ran: jobs are popped ahead only while they are short.
         self.durations = DurationAverage()
+        #: Jobs popped ahead are taken only as far as this many stay waiting: the slots of
+        #: every process of this worker. A queue's last jobs then go to whichever
+        #: slot frees up first, not to a hold that waits for a slot of this process while
+        #: a slot of another one idles.
+        self.keep_waiting = options.processes * options.concurrency
         self.waker.should_stop = lambda: (self.stop.requested or self.slots.freed.is_set()
                                           or self.control.paused)
 
@@ -202,7 +207,7 @@ class PoolWorker(Worker):
         self.completions.wait_for(lambda: bool(self.held) or self._asked == 0)
         started = self._start_held(free)
         free -= started
-        jobs = self._pop(free + self._ahead()) if self.fetcher.lease_guard.safe else []
+        jobs = self._pop(free, self._ahead()) if self.fetcher.lease_guard.safe else []
         if not self.fetcher.lease_guard.safe:
             self._give_back_held("unsafe lease settings")
         now, clock = time.monotonic(), self.client.now()
@@ -274,19 +279,22 @@ class PoolWorker(Worker):
             free = min(free, self.options.max_jobs - self.started)
         return free
 
-    def _pop(self, count: int) -> list[Job]:
-        """Up to `count` jobs in one round trip, in the strategy's order."""
-        if count <= 0:
+    def _pop(self, free: int, ahead: int = 0) -> list[Job]:
+        """Up to `free` jobs for free slots and `ahead` more to hold (those only as far as
+        `keep_waiting` jobs stay waiting), in one round trip, in the strategy's order."""
+        if free + ahead <= 0:
             return []
         if self.options.strategy == "ordered":
-            asks: list[tuple[Sequence[Queue], int]] = [(self._pop_order(), count)]
+            asks: list[tuple[Sequence[Queue], int, int]] = [
+                (self._pop_order(), free + ahead, ahead)]
         else:
-            asks = [(self._pop_order(), 1) for _ in range(count)]
-        replies = run_all(self.client, [commands.pop_first(names(queues), self.name, n)
-                                          for queues, n in asks], self._pops)
+            asks = [(self._pop_order(), 1, int(n >= free)) for n in range(free + ahead)]
+        replies = run_all(self.client, [
+            commands.pop_first(names(queues), self.name, n, ahead=held, keep=self.keep_waiting)
+            for queues, n, held in asks], self._pops)
         self.pop_round_trips += 1
         jobs: list[Job] = []
-        for (queues, _), reply in zip(asks, replies, strict=True):
+        for (queues, _, _), reply in zip(asks, replies, strict=True):
             if isinstance(reply, Exception):
                 logger.warning("qless worker %s: pop from %s failed: %s", self.name,
                                ", ".join(names(queues)), reply)
@@ -387,10 +395,11 @@ class PoolWorker(Worker):
             if pop is None:
                 command = commands.complete(job.jid, self.name, job.queue_name, job.raw_data)
                 return Owed(self.completions.post(command), job, duration, pops=False)
-            queues, count = pop
+            queues, count, ahead = pop
             asked = self.completions.post(
                 commands.complete_pop(job.jid, self.name, job.queue_name, job.raw_data,
-                                      names(queues), count, lean=self.fetcher.lean),
+                                      names(queues), count, lean=self.fetcher.lean,
+                                      ahead=ahead, keep=self.keep_waiting),
                 received=partial(self._hold_popped, queues, count, time.monotonic()))
         return Owed(asked, job, duration, pops=True)
 
@@ -426,16 +435,19 @@ class PoolWorker(Worker):
         state = self._state(owed)
         self._count(owed.job, self._completed(owed.job, owed.duration, state), owed.duration)
 
-    def _pop_with_completion(self, *, taking: bool) -> tuple[Sequence[Queue], int] | None:
-        """The queues and count a completion pops: a job for each slot about to take its
-        next one (this one too when `taking`), and `--prefetch` more to hold while jobs are
-        short, less the jobs held or asked for already; None for none."""
+    def _pop_with_completion(self, *, taking: bool
+                             ) -> tuple[Sequence[Queue], int, int] | None:
+        """The queues, count and jobs ahead a completion pops: a job for each slot about to
+        take its next one (this one too when `taking`), and `--prefetch` more to hold while
+        jobs are short (the last of the count), less the jobs held or asked for already;
+        None for none."""
         if not self._may_take():
             return None
         with self._counting:
             in_hand = len(self.held) + self._asked
             ahead = self.options.prefetch if self.durations.short else 0
-            count = self._ending - (0 if taking else 1) + ahead - in_hand
+            slots = self._ending - (0 if taking else 1)
+            count = slots + ahead - in_hand
             if self.options.max_jobs is not None:
                 count = min(count, self.options.max_jobs - self.started - in_hand)
             if self.options.strategy != "ordered":
@@ -443,7 +455,7 @@ class PoolWorker(Worker):
             if count <= 0:
                 return None
             self._asked += count
-        return self._pop_order(), count
+        return self._pop_order(), count, max(count - max(slots - in_hand, 0), 0)
 
     def _hold_popped(self, queues: Sequence[Queue], count: int, sent: float, answer: Any
                      ) -> None:

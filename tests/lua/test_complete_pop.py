@@ -69,6 +69,19 @@ def test_an_empty_pop_still_completes(lua):
     assert complete_pop(lua, T0 + 2, "only", "q") == ("complete", [])
 
 
+def test_jobs_asked_ahead_leave_the_queues_last_jobs_waiting(lua):
+    put(lua, T0, "done", "q")
+    pop(lua, T0 + 1, "q", "w1")
+    for n in range(3):
+        put(lua, T0 + 1 + n / 10, f"j{n}", "q")
+    # 3 asked, 2 of them ahead, keep 1: a job for the slot and 1 ahead (1 stays waiting).
+    state, jobs = lua("complete.pop", T0 + 2, "done", "w1", "q", "{}", "lean", "ahead", 2, 1,
+                      3, "q")
+    assert state == "complete"
+    assert [job["jid"] for job in listish(json.loads(jobs))] == ["j0", "j1"]
+    assert get(lua, "j2")["state"] == "waiting"
+
+
 def test_a_refused_completion_pops_nothing(lua, keyspace):
     put(lua, T0, "mine", "q")
     put(lua, T0 + 0.5, "next", "q")
@@ -95,6 +108,13 @@ def test_bad_pop_arguments_are_refused_before_the_completion_writes(lua, keyspac
                  "complete.pop", T0 + 2, "run", "w1", "q", "{}", "lean", "q")
     expect_error(lua, r'Complete\.pop\(\): Arg "queue" missing',
                  "complete.pop", T0 + 2, "run", "w1", "q", "{}", "lean", 1)
+    expect_error(lua, r'Complete\.pop\(\): Arg "ahead" missing or not a number: x',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", "ahead", "x", 0, 1, "q")
+    expect_error(lua, r'Complete\.pop\(\): Arg "keep" missing or not a number: x',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", "lean", "ahead", 1, "x", 1,
+                 "q")
+    expect_error(lua, r'Complete\.pop\(\): Arg "queue" missing',
+                 "complete.pop", T0 + 2, "run", "w1", "q", "{}", "ahead", 1, 0, 1)
     assert keyspace() == before
     assert get(lua, "run")["state"] == "running"
 

@@ -64,7 +64,44 @@ def test_bad_arguments_are_refused_before_any_queue_is_popped(lua, keyspace):
     expect_error(lua, r'Pop\.first\(\): Arg "queue" missing', "pop.first", T0, "w1", 1)
     expect_error(lua, r'Pop\.first\(\): Arg "count" missing or not a number: many',
                  "pop.first", T0, "w1", "many", "q")
+    expect_error(lua, r'Pop\.first\(\): Arg "ahead" missing or not a number: one',
+                 "pop.first", T0, "w1", "ahead", "one", 0, 1, "q")
+    expect_error(lua, r'Pop\.first\(\): Arg "keep" missing or not a number: q',
+                 "pop.first", T0, "w1", "ahead", 1, "q")
+    expect_error(lua, r'Pop\.first\(\): Arg "count" missing or not a number: q',
+                 "pop.first", T0, "w1", "ahead", 1, 0, "q")
     assert keyspace() == before
+
+
+def jids(jobs: list[Any]) -> list[str]:
+    """The jids of popped jobs, in order."""
+    return [job["jid"] for job in jobs]
+
+
+def test_jobs_asked_ahead_are_taken_only_as_far_as_keep_jobs_stay_waiting(lua):
+    for n in range(5):
+        put(lua, T0 + n / 10, f"j{n}", "q")
+    # 3 asked, the last 2 ahead, keep 2: 1 for a slot, and both ahead (2 stay waiting).
+    assert jids(lua.json("pop.first", T0 + 1, "w1", "ahead", 2, 2, 3, "q")) == [
+        "j0", "j1", "j2"]
+    # 2 wait now, keep 1: the slot's job only; the other stays for a slot that is free.
+    assert jids(lua.json("pop.first", T0 + 2, "w1", "ahead", 1, 1, 2, "q")) == ["j3"]
+    # Ahead only, keep 0: the last job is taken; keep 1: left waiting.
+    assert listish(lua.json("pop.first", T0 + 3, "w1", "ahead", 1, 1, 1, "q")) == []
+    assert get(lua, "j4")["state"] == "waiting"
+    assert jids(lua.json("pop.first", T0 + 4, "w1", "ahead", 1, 0, 1, "q")) == ["j4"]
+
+
+def test_jobs_asked_only_ahead_are_not_taken_from_a_later_queue(lua, redis_client):
+    put(lua, T0, "a1", "a")
+    put(lua, T0, "b1", "b")
+    put(lua, T0 + 0.5, "b2", "b")
+    assert listish(lua.json("pop.first", T0 + 1, "w1", "ahead", 1, 1, 1, "a", "b")) == []
+    assert redis_client.zscore("ql:workers", "w1") is not None  # as any pop: registered
+    # With one job for a slot, the first queue that hands one out gives it.
+    assert jids(lua.json("pop.first", T0 + 2, "w1", "ahead", 1, 1, 2, "a", "b")) == ["a1"]
+    assert jids(lua.json("pop.first", T0 + 3, "w1", "ahead", 1, 0, 2, "a", "b")) == [
+        "b1", "b2"]
 
 
 def test_a_queue_holding_only_an_expired_lock_is_popped_not_passed_over(lua):

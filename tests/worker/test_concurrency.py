@@ -412,6 +412,12 @@ def held_not_started(qless: Client, ledger: Ledger, jid: str) -> bool:
         entry["jid"] == jid for entry in ledger())
 
 
+def behind_the_held_job(put: Put) -> list[str]:
+    """Jobs enough to wait behind one held: a pool holds none of a queue's last jobs, one
+    per slot (`keep_waiting`), so they go to whichever slot frees up first."""
+    return [put("worker.noop") for _ in range(2)]
+
+
 def pool_in_thread(prefetch: int) -> tuple[PoolWorker, threading.Thread]:
     """A burst worker of 2 slots running in a thread of this process."""
     worker = PoolWorker(WorkerOptions(queues=("q",), burst=True, handle_signals=False,
@@ -426,6 +432,7 @@ def test_while_every_slot_is_busy_prefetch_jobs_are_popped_ahead_and_held(
     warm = [put("worker.noop") for _ in range(2)]  # teach the worker its jobs are short
     busy = [put("worker.sleep", 0.8) for _ in range(2)]
     held = put("worker.mark", "held")
+    behind = behind_the_held_job(put)
     _, thread = pool_in_thread(prefetch)
     wait_for(lambda: set(busy) <= set(events(ledger, "start")), what="both slots busy")
     if prefetch:
@@ -435,12 +442,34 @@ def test_while_every_slot_is_busy_prefetch_jobs_are_popped_ahead_and_held(
     assert job_state(qless, held) == ("running" if prefetch else "waiting")
     thread.join(10)
     assert not thread.is_alive()
-    assert all_state(qless, [*warm, *busy, held], "complete")
+    assert all_state(qless, [*warm, *busy, held, *behind], "complete")
     [run] = [entry for entry in ledger() if entry["jid"] == held]
     # Started as soon as a slot freed up, never given back.
     assert run["t"] >= min(entry["t"] for entry in events(ledger, "end").values())
     job = qless.get_job(held)
     assert job is not None and "handed-back" not in [entry.what for entry in job.history]
+
+
+def test_a_queues_last_jobs_are_left_for_a_free_slot_not_held(
+    qless: Client, put: Put, ledger: Ledger,
+) -> None:
+    [put("worker.noop") for _ in range(2)]
+    busy = [put("worker.sleep", 0.8) for _ in range(2)]
+    last = put("worker.mark", "last")
+    _, thread = pool_in_thread(1)
+    wait_for(lambda: set(busy) <= set(events(ledger, "start")), what="both slots busy")
+    time.sleep(0.2)
+    # Fewer jobs wait than the worker has slots: none is held while both slots are busy,
+    # so a free slot of another worker takes it at once.
+    assert job_state(qless, last) == "waiting"
+    other = Client(qless.redis, worker_name="other")
+    [job] = other.queue("q").pop()
+    assert job.jid == last
+    job.complete()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert all_state(qless, busy, "complete")
+    assert last not in {entry["jid"] for entry in ledger()}
 
 
 def test_a_job_held_while_every_slot_runs_a_long_job_goes_back_to_its_queue(
@@ -449,6 +478,7 @@ def test_a_job_held_while_every_slot_runs_a_long_job_goes_back_to_its_queue(
     [put("worker.noop") for _ in range(2)]
     busy = [put("worker.sleep", 2.0) for _ in range(2)]
     held = put("worker.mark", "held")
+    behind_the_held_job(put)
     _, thread = pool_in_thread(1)
     wait_for(lambda: held_not_started(qless, ledger, held), what="the job held")
     wait_for(lambda: job_state(qless, held) == "waiting", timeout=1.5,
@@ -473,12 +503,12 @@ def test_a_job_whose_lease_ran_out_before_its_slot_started_it_is_not_run(
     popped, read, watch = PoolWorker._pop, Renewals._read, FenceWatch.watch  # noqa: SLF001
     frozen = threading.Event()
 
-    def stalled(worker: PoolWorker, count: int) -> list[Any]:
+    def stalled(worker: PoolWorker, free: int, ahead: int = 0) -> list[Any]:
         # The process stands still between the pop and the slot's start (SIGSTOP, a VM
         # pause): the lease runs out and another worker takes the job. Once it resumes,
         # the slot thread runs first: its monitor and fence threads get going a second
         # later, the `lock_lost` sent meanwhile still unread.
-        jobs = popped(worker, count)
+        jobs = popped(worker, free, ahead)
         if jobs:
             frozen.set()
             time.sleep(2.5)
