@@ -58,17 +58,22 @@ class BurstDrain:
             # A bug here must not stop the burst worker's own shutdown.
             logger.exception("qless outbox: burst sweep failed; rows stay for the next sweep")
             return None
-        if report.failed or oldest is None:
+        if report.failed:
             return None  # the sweep logged what stopped it
+        if oldest is None and not report.busy:
+            return None
         now = timezone.now()
         age = timedelta(seconds=outbox.sweep_age)
         if now >= self.started + age + timedelta(seconds=LOCK_TTL):
-            logger.warning("qless outbox: rows written before this burst worker started are "
-                           "still in the outbox (oldest from %s); left for the next sweep",
-                           oldest.isoformat())
+            if oldest is not None:
+                logger.warning("qless outbox: rows written before this burst worker started "
+                               "are still in the outbox (oldest from %s); left for the next "
+                               "sweep", oldest.isoformat())
             return None
-        if report.busy:
-            return BUSY_PAUSE  # another sweeper is putting them
+        if report.busy or oldest is None:
+            # Another sweeper is putting them, or has just put them (no row left): the
+            # worker pops again before it calls its queues empty.
+            return BUSY_PAUSE
         return max((oldest + age - now).total_seconds(), 0.0) + 0.01
 
     def _usable(self) -> list[str]:

@@ -13,6 +13,9 @@ from django.utils import timezone
 
 from django_qless.conf import get_settings
 from django_qless.core import Client
+from django_qless.core.sweep_lock import SweepLock
+from django_qless.outbox import drain as drain_module
+from django_qless.outbox.drain import BUSY_PAUSE, BurstDrain
 from django_qless.outbox.models import OutboxEntry
 from django_qless.outbox.sweeper import Sweeper
 from django_qless.worker import Worker
@@ -43,6 +46,33 @@ def test_a_burst_worker_started_right_after_a_failed_put_puts_and_runs_it(
     assert worker.jobs_run == 1
     # It waited for the row to reach OUTBOX_SWEEP_AGE (5 s), not much longer.
     assert took < 5 + 20
+
+
+def test_a_burst_sweep_that_meets_another_sweeper_pops_again_even_with_no_row_left(
+    settings: Any, qless_settings: dict[str, Any], qless: Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    good = dict(qless_settings)
+    settings.QLESS = {**good, "URL": UNREACHABLE}
+    with transaction.atomic():
+        mark.using(queue="q").enqueue("from the outbox")
+    OutboxEntry.objects.update(created=timezone.now() - timedelta(seconds=10))  # due
+    settings.QLESS = good
+    drain = BurstDrain()
+    other = SweepLock(qless.redis, ttl=10)  # the worker's sweeping thread, say
+    assert other.acquire()
+    swept = drain_module.sweep
+
+    def racing(*args: Any) -> Any:
+        report = swept(*args)  # the row is due, but the other sweeper holds the lock...
+        OutboxEntry.objects.all().delete()  # ...puts its job and deletes it meanwhile
+        return report
+
+    monkeypatch.setattr(drain_module, "sweep", racing)
+    # The job just put is the burst's to pop: it must not call its queues empty now.
+    assert drain.step() == BUSY_PAUSE
+    other.release()
+    assert drain.step() is None
 
 
 def test_a_burst_worker_leaves_rows_written_after_it_started(
