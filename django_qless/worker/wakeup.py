@@ -13,7 +13,9 @@ event of the whole Redis database; it subscribes again before its last pop goes 
 While listening the worker PINGs the connection every `PING_EVERY` seconds (see
 `liveness`); a PING still unanswered at the next one ends the sleep (`lost`) and the
 worker subscribes again on a new connection. While it cannot subscribe, it polls
-every `RELISTEN` seconds at most.
+every `RELISTEN` seconds at most and tries again after each poll, so a put made once the
+network heals is picked up within about `SUBSCRIBE_WAIT + RELISTEN` seconds (a subscription
+sent into a half-open connection is given up after `SUBSCRIBE_WAIT`).
 
 Threads: the worker's job thread listens, sleeps and closes; the monitor thread calls
 `quiet()` when a job runs long. The pub/sub connection is guarded by `_lock`.
@@ -42,8 +44,11 @@ SLICE = 0.25
 DUE_MARGIN = 0.002
 #: Seconds between two PINGs on the event connection while the worker sleeps on it.
 PING_EVERY = 2.0
-#: Longest sleep while not subscribed: the worker tries to subscribe again after it.
-RELISTEN = 5.0
+#: Longest sleep while not subscribed: the worker pops, then tries to subscribe again.
+RELISTEN = 1.0
+#: Seconds a subscription may go unconfirmed before the connection counts as dead: as long
+#: as a PING may go unanswered.
+SUBSCRIBE_WAIT = PING_EVERY
 
 
 class Waker:
@@ -67,6 +72,8 @@ class Waker:
         self._lock = threading.Lock()
         self._popped_while_listening = 0
         self._ping = PingCheck(PING_EVERY)
+        #: True from a failed subscription to the next one that works (one warning each).
+        self._deaf = False
 
     def listen(self) -> bool:
         """Subscribe to the log channel unless already listening; True when it just subscribed."""
@@ -76,9 +83,16 @@ class Waker:
             try:
                 self._subscribe()
             except redis.RedisError as exc:
-                logger.warning("qless worker: cannot listen for new jobs (%s); polling", exc)
+                # Tried again after every poll: one warning until it works again.
+                log = logger.debug if self._deaf else logger.warning
+                log("qless worker: cannot listen for new jobs (%s); polling every %ss",
+                    exc, RELISTEN)
+                self._deaf = True
                 self._drop()
                 return False
+            if self._deaf:
+                logger.info("qless worker: listening for new jobs again")
+                self._deaf = False
             self.listening = True
         self._popped_while_listening = 0
         return True
@@ -197,9 +211,9 @@ class Waker:
         pubsub = self._pubsub
         self._ping.restart()
         pubsub.subscribe(keys.LOG_CHANNEL)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            message = pubsub.get_message(timeout=0.5)
+        deadline = time.monotonic() + SUBSCRIBE_WAIT
+        while (left := deadline - time.monotonic()) > 0:
+            message = pubsub.get_message(timeout=min(left, SLICE))
             if message is not None and message["type"] == "subscribe":
                 return
         raise redis.TimeoutError(f"no confirmation for the {keys.LOG_CHANNEL} subscription")

@@ -10,7 +10,7 @@ import redis
 
 from django_qless.core import Client
 from django_qless.worker import Worker
-from django_qless.worker.wakeup import Waker
+from django_qless.worker.wakeup import RELISTEN, Waker
 from tests.support import wait_for
 
 from .conftest import in_thread
@@ -112,8 +112,9 @@ def test_waker_ignores_due_times_a_pop_could_not_serve(qless: Client) -> None:
     now = qless.now()
     wait, reason = waker._timeout(round_started=now)
     assert reason == "due" and 0.4 < wait <= 0.51
-    # A pop round that started after the due time should have taken the job.
-    assert waker._timeout(round_started=now + 1) == (5.0, "poll")
+    # A pop round that started after the due time should have taken the job (not
+    # subscribed, the worker polls every RELISTEN seconds).
+    assert waker._timeout(round_started=now + 1) == (RELISTEN, "poll")
 
 
 def test_waker_wakes_only_for_its_own_queues(qless: Client) -> None:
@@ -163,7 +164,28 @@ def test_a_silent_event_connection_ends_the_sleep(qless: Client, monkeypatch: An
     assert time.monotonic() - started < 1.0
     assert not waker.listening and waker._pubsub is None
     # Not subscribed: the next sleep is bounded, so the worker tries to subscribe again soon.
-    assert waker._timeout(round_started=qless.now()) == (5.0, "poll")  # not the 30 s poll
+    assert waker._timeout(round_started=qless.now()) == (RELISTEN, "poll")  # not the 30 s
+    waker.close()
+
+
+def test_an_unconfirmed_subscription_is_given_up_and_tried_again_with_one_warning(
+    qless: Client, monkeypatch: Any, caplog: Any,
+) -> None:
+    # A half-open connection (a blackhole) swallows the SUBSCRIBE: no confirmation comes.
+    monkeypatch.setattr("django_qless.worker.wakeup.SUBSCRIBE_WAIT", 0.3)
+    monkeypatch.setattr(redis.client.PubSub, "subscribe", lambda *args, **kwargs: None)
+    waker = Waker(qless, ["q"], 30.0, lambda: False)
+    caplog.set_level("DEBUG", logger="django_qless.worker")
+    started = time.monotonic()
+    assert not waker.listen()
+    assert time.monotonic() - started < 1.0  # given up at SUBSCRIBE_WAIT, not hanging on
+    assert not waker.listen() and not waker.listening
+    failures = [r for r in caplog.records if "cannot listen" in r.getMessage()]
+    assert [r.levelname for r in failures] == ["WARNING", "DEBUG"]
+    monkeypatch.undo()
+    assert waker.listen() and waker.listening
+    assert any(r.levelname == "INFO" and "listening for new jobs again" in r.getMessage()
+               for r in caplog.records)
     waker.close()
 
 
