@@ -81,6 +81,22 @@ class Completions:
                 logger.warning("qless worker %s: connection lost with answers owed (%s)",
                                self.client.worker_name, exc)
 
+    @property
+    def holding(self) -> bool:
+        """True while a connection is kept for the reports."""
+        return self._batch.holding
+
+    def release_idle(self) -> None:
+        """Give the kept connection back to the pool if no report is under way or owed (the
+        worker goes idle: a connection kept through a network fault may be half-open)."""
+        with self._changed:
+            if self._busy or self._waiting or self._batch.waiting:
+                return
+            try:
+                self._batch.release()
+            except (redis.RedisError, OSError):
+                pass  # nothing was owed on it: nothing is lost with it
+
     def complete_all(self, jobs: list[Job]) -> list[Any]:
         """Complete each job (in one round trip, with any other reports waiting); each
         one's new state, or the error qless or Redis gave."""

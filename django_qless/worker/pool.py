@@ -539,7 +539,12 @@ class PoolWorker(Worker):
                     self.slots.freed.wait(TICK)  # a running job may release more
                 else:
                     self._burst_empty()
-            elif not self.waker.listen():
+                continue
+            if self.slots.free == self.slots.size:
+                # Idle: connections kept until the next job could go half-open meanwhile.
+                self._pops.release()
+                self.completions.release_idle()
+            if not self.waker.listen():
                 self.waker.sleep(round_started)
 
     def _drain_then_stop(self, reason: str) -> None:

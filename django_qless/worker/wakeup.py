@@ -12,7 +12,8 @@ event of the whole Redis database; it subscribes again before its last pop goes 
 
 While listening the worker PINGs the connection every `PING_EVERY` seconds (see
 `liveness`); a PING still unanswered at the next one ends the sleep (`lost`) and the
-worker subscribes again on a new connection. While it cannot subscribe, it polls
+worker subscribes again on a new connection, and closes the idle connections of the
+client's pool (they may be half-open as well). While it cannot subscribe, it polls
 every `RELISTEN` seconds at most and tries again after each poll, so a put made once the
 network heals is picked up within about `SUBSCRIBE_WAIT + RELISTEN` seconds (a subscription
 sent into a half-open connection is given up after `SUBSCRIBE_WAIT`).
@@ -89,6 +90,7 @@ class Waker:
                     exc, RELISTEN)
                 self._deaf = True
                 self._drop()
+                self._close_idle_connections()
                 return False
             if self._deaf:
                 logger.info("qless worker: listening for new jobs again")
@@ -148,6 +150,12 @@ class Waker:
             except redis.RedisError:
                 pass
 
+    def _close_idle_connections(self) -> None:
+        """The network to Redis failed: the pool's idle connections may be half-open too (a
+        write into one waits for the socket timeout, then fails), so close them; each
+        connects again on its next use."""
+        self.client.redis.connection_pool.disconnect(inuse_connections=False)
+
     def _timeout(self, round_started: float) -> tuple[float, str]:
         """How long to sleep, and what ends the sleep if no event comes first."""
         try:
@@ -176,6 +184,7 @@ class Waker:
                     logger.warning("qless worker: lost the event connection (%s); subscribing "
                                    "again", exc)
                     self._drop()
+                    self._close_idle_connections()
                     return "lost"
         if pubsub is None:
             time.sleep(timeout)

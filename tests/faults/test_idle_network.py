@@ -4,7 +4,11 @@ An idle worker sleeps on the `ql:log` pub/sub channel (it does not poll until
 `--poll-interval`, 30 s here). A blackhole between it and Redis leaves that connection
 half-open: it reads nothing and raises nothing. After the heal, a job put by a client
 connected straight to Redis must start within seconds, not at the next poll, because the
-worker notices the silent connection (an unanswered PING) and subscribes again.
+worker notices the silent connection (an unanswered PING) and subscribes again, and the
+job's completion must not go into a connection left half-open by the fault: at
+`--concurrency 16` the reports' kept connection and the pool's idle connections are the
+ones at risk: a completion written into one waits for the socket timeout and fails, and
+the job runs again after its lease.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.faults import ledger
-from tests.faults.checks import idle, outcome, qless_client, settle, unfinished
+from tests.faults.checks import AT_EACH_CONCURRENCY, idle, outcome, qless_client, settle, unfinished
 from tests.faults.fleet import Fleet
 from tests.faults.proxy import CLIENT_OPTIONS, SOCKET_TIMEOUT, FaultProxy
 from tests.redis_harness import RedisServer
@@ -31,6 +35,7 @@ BLACKHOLE = 4.0
 PICKUP_BOUND = 5.0
 
 
+@AT_EACH_CONCURRENCY
 def test_an_idle_worker_wakes_on_a_put_after_a_blackhole_heals(
     server: RedisServer, proxy: FaultProxy, fleets: Callable[..., Fleet],
     figures: dict[str, Any],

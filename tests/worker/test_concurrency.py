@@ -614,3 +614,28 @@ def test_slots_popping_with_their_completions_keep_the_round_robin_order(
     # Each pop moves on to the next queue; popping "a" first every time would start
     # its 12 jobs before any of "b".
     assert 5 <= len(set(first_half) & set(jids["a"])) <= 7
+
+
+def test_an_idle_pool_worker_gives_its_kept_connections_back_to_the_pool(
+    qless: Client, put: Put, redis_client: redis.Redis, run_worker: Callable[..., Worker],
+    workers: list[Worker],
+) -> None:
+    # A connection kept through an idle spell may be half-open after a network fault: the
+    # next job's pop or completion would wait for the socket timeout, then fail.
+    jids = [put("worker.noop") for _ in range(3)]
+    kept: list[tuple[bool, bool]] = []
+
+    def look_while_idle() -> None:
+        try:
+            wait_for(lambda: all_state(qless, jids, "complete"), what="the first jobs")
+            wait_for(lambda: dict(redis_client.pubsub_numsub("ql:log")).get("ql:log", 0) >= 1,
+                     what="the worker listening, idle")
+            worker = workers[-1]
+            if isinstance(worker, PoolWorker):
+                kept.append((worker._pops.holding, worker.completions.holding))
+        finally:
+            put("worker.noop")  # the fourth job: --max-jobs 4 ends the worker
+
+    in_thread(look_while_idle)
+    run_worker("q", concurrency=4, burst=False, max_jobs=4, poll_interval=5)
+    assert kept == [(False, False)]

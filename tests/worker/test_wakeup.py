@@ -153,16 +153,27 @@ def test_a_long_job_stops_the_listening_meanwhile(
     assert listeners == [1, 0]
 
 
-def test_a_silent_event_connection_ends_the_sleep(qless: Client, monkeypatch: Any) -> None:
+def test_a_silent_event_connection_ends_the_sleep_and_closes_the_pools_idle_connections(
+    qless: Client, redis_client: redis.Redis, monkeypatch: Any,
+) -> None:
     monkeypatch.setattr("django_qless.worker.wakeup.PING_EVERY", 0.1)
     waker = Waker(qless, ["q"], 30.0, lambda: False)
     assert waker.listen()
+    # A connection idle in the client's pool: after a network fault it may be half-open.
+    pool = qless.redis.connection_pool
+    idle = pool.get_connection()
+    idle.send_command("CLIENT", "ID")
+    idle_id = idle.read_response()
+    pool.release(idle)
     assert waker._pubsub is not None
     monkeypatch.setattr(waker._pubsub, "ping", lambda *args, **kwargs: None)  # never arrives
     started = time.monotonic()
     assert waker.sleep(qless.now()) == "lost"
     assert time.monotonic() - started < 1.0
     assert not waker.listening and waker._pubsub is None
+    # The pool's idle connections were closed with it: each connects again when next used.
+    wait_for(lambda: str(idle_id) not in {c["id"] for c in redis_client.client_list()},
+             what="the idle connection closed")
     # Not subscribed: the next sleep is bounded, so the worker tries to subscribe again soon.
     assert waker._timeout(round_started=qless.now()) == (RELISTEN, "poll")  # not the 30 s
     waker.close()
