@@ -158,14 +158,14 @@ class Waker:
 
     def _timeout(self, round_started: float) -> tuple[float, str]:
         """How long to sleep, and what ends the sleep if no event comes first."""
+        poll = self.poll_interval if self.listening else min(self.poll_interval, RELISTEN)
         try:
             due = self.client.next_due(self.queues)
         except redis.RedisError as exc:
             logger.warning("qless worker: cannot read due times (%s)", exc)
-            return self.poll_interval, "poll"
+            return poll, "poll"
         # A due time at or before the last pop round should have been served by it; the
         # queue is paused or at its concurrency limit, so only an event or a poll helps.
-        poll = self.poll_interval if self.listening else min(self.poll_interval, RELISTEN)
         if due is None or due <= round_started:
             return poll, "poll"
         wait = max(due - self.client.now(), 0.0) + DUE_MARGIN

@@ -117,6 +117,22 @@ def test_waker_ignores_due_times_a_pop_could_not_serve(qless: Client) -> None:
     assert waker._timeout(round_started=now + 1) == (RELISTEN, "poll")
 
 
+def test_a_waker_that_cannot_read_due_times_sleeps_no_longer_than_it_may(
+    qless: Client, monkeypatch: Any,
+) -> None:
+    waker = Waker(qless, ["q"], 30.0, lambda: False)
+
+    def unreachable(queues: Any) -> None:
+        raise redis.TimeoutError("Timeout reading from the network")
+
+    monkeypatch.setattr(qless, "next_due", unreachable)
+    # Not subscribed (the network failed): the worker must poll again soon, not in 30 s.
+    assert waker._timeout(round_started=qless.now()) == (RELISTEN, "poll")
+    assert waker.listen()
+    assert waker._timeout(round_started=qless.now()) == (30.0, "poll")  # woken by events
+    waker.close()
+
+
 def test_waker_wakes_only_for_its_own_queues(qless: Client) -> None:
     waker = Waker(qless, ["q", "r"], 5.0, lambda: False)
 
