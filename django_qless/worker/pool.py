@@ -198,33 +198,49 @@ class PoolWorker(Worker):
     def run_once(self) -> bool:
         """Start held jobs and pop more for the free slots (and ahead of them while jobs are
         short); False when there was nothing to start or hold."""
-        free = self._wanted()
-        if free <= 0:
+        claimed = self._claim()
+        if claimed <= 0:
             return True
-        self.slots.freed.clear()
-        # Jobs popped by completions: those already here, or on their way (a pop more now
-        # would hold one job too many once they come).
-        self.completions.wait_for(lambda: bool(self.held) or self._asked == 0)
-        started = self._start_held(free)
-        free -= started
-        jobs = self._pop(free, self._ahead()) if self.fetcher.lease_guard.safe else []
-        if not self.fetcher.lease_guard.safe:
-            self._give_back_held("unsafe lease settings")
-        now, clock = time.monotonic(), self.client.now()
-        for job in jobs:
-            self.waker.popped()
-            held = Held(job, now, float(job.expires) - clock)
-            if free > 0:
-                free -= 1
-                self._start(held)
-            else:
-                self.held.append(held)
-        return bool(jobs) or started > 0
+        started = 0
+        try:
+            self.slots.freed.clear()
+            # Jobs popped by completions: those already here, or on their way (a pop more
+            # now would hold one job too many once they come).
+            self.completions.wait_for(lambda: bool(self.held) or self._asked == 0)
+            started = self._start_held(claimed)
+            free = claimed - started
+            jobs = self._pop(free, self._ahead()) if self.fetcher.lease_guard.safe else []
+            if not self.fetcher.lease_guard.safe:
+                self._give_back_held("unsafe lease settings")
+            now, clock = time.monotonic(), self.client.now()
+            for job in jobs:
+                self.waker.popped()
+                held = Held(job, now, float(job.expires) - clock)
+                if free > 0:
+                    free -= 1
+                    self._start(held)
+                    started += 1
+                else:
+                    self.held.append(held)
+            return bool(jobs) or started > 0
+        finally:
+            if claimed > started:
+                with self._counting:
+                    self.started -= claimed - started
+
+    def _claim(self) -> int:
+        """Count now, as started, the jobs this round may start (`_wanted`): a slot whose
+        job ends meanwhile and takes a held one must not take one of them past
+        `--max-jobs`. Those not started are given back at the end of the round."""
+        with self._counting:
+            claimed = self._wanted()
+            if claimed > 0:
+                self.started += claimed
+        return claimed
 
     def _start(self, held: Held) -> None:
-        """Hand a popped job to a free slot (which renews it first if it waited a while)."""
-        with self._counting:
-            self.started += 1
+        """Hand a popped job to a free slot (which renews it first if it waited a while);
+        `_claim` counted it."""
         if self.loop_jobs.takes(held.job):
             self.loop_jobs.start(held)
         else:

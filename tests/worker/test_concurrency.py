@@ -21,6 +21,7 @@ from django_qless.core import Client
 from django_qless.core.presence import listed
 from django_qless.worker import Worker, WorkerOptions
 from django_qless.worker.fence import FenceWatch
+from django_qless.worker.held import Held
 from django_qless.worker.interrupt import Interrupter
 from django_qless.worker.pool import PoolWorker
 from django_qless.worker.renewals import Renewals
@@ -639,3 +640,34 @@ def test_an_idle_pool_worker_gives_its_kept_connections_back_to_the_pool(
     in_thread(look_while_idle)
     run_worker("q", concurrency=4, burst=False, max_jobs=4, poll_interval=5)
     assert kept == [(False, False)]
+
+
+def test_a_slot_taking_a_held_job_during_a_round_cannot_push_past_max_jobs(
+    qless: Client, put: Put, monkeypatch: Any,
+) -> None:
+    jids = [put("worker.noop") for _ in range(3)]
+    worker = PoolWorker(WorkerOptions(queues=("q",), concurrency=2, max_jobs=2,
+                                      handle_signals=False))
+    [first] = worker.client.queue("q").pop()
+    worker.held.append(Held(first, time.monotonic(), 60.0))
+    worker.started = 1  # one job runs in the other slot
+    monkeypatch.setattr(type(worker.slots), "free", property(lambda slots: 1))
+    started: list[str] = []
+    monkeypatch.setattr(worker, "_start", lambda held: started.append(held.job.jid))
+    taken: list[Held | None] = []
+    waited = worker.completions.wait_for
+
+    def a_slot_ends_its_job_meanwhile(condition: Callable[[], bool]) -> None:
+        # Between the round's count of free slots and its starts, a slot whose job ended
+        # takes its next job itself.
+        taken.append(worker._next_for_slot())
+        waited(condition)
+
+    monkeypatch.setattr(worker.completions, "wait_for", a_slot_ends_its_job_meanwhile)
+    worker.run_once()
+    # The held job went to one of them; nothing more was popped: 2 jobs in all, not 3.
+    assert len(started) + sum(held is not None for held in taken) == 1
+    assert worker.started == 2
+    assert [job_state(qless, jid) for jid in jids[1:]] == ["waiting", "waiting"]
+    worker.completions.close()
+    worker._pops.release()
